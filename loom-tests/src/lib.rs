@@ -1,0 +1,1 @@
+//! Loom models of koel live in `tests/`; build with `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"`.

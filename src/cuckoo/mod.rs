@@ -1,0 +1,410 @@
+//! The concurrent cuckoo filter: a safe `&self` API over the `raw` engine.
+
+mod builder;
+mod stats;
+
+pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
+pub use stats::Stats;
+
+use crate::error::{BuildError, InsertError};
+use crate::hash::KeyHasher;
+use crate::raw::bucket::{L12x5, L16x4, Layout};
+use crate::raw::counters::Counters;
+use crate::raw::ops::{self, InsertFailure};
+use crate::raw::table::Table;
+use crate::sync::{epoch, Ordering};
+use std::fmt;
+use std::hash::Hash;
+
+/// The bucket layout, chosen at build time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LayoutKind {
+    /// 16-bit tags, 4 per bucket.
+    Tags16x4,
+    /// 12-bit tags, 5 per bucket.
+    Tags12x5,
+}
+
+impl LayoutKind {
+    pub(crate) fn tag_bits(self) -> u32 {
+        match self {
+            LayoutKind::Tags16x4 => L16x4::TAG_BITS,
+            LayoutKind::Tags12x5 => L12x5::TAG_BITS,
+        }
+    }
+
+    pub(crate) fn lanes(self) -> u32 {
+        match self {
+            LayoutKind::Tags16x4 => L16x4::LANES,
+            LayoutKind::Tags12x5 => L12x5::LANES,
+        }
+    }
+
+    /// Distinct tag values a key can get.
+    pub(crate) fn tag_values(self) -> u64 {
+        match self {
+            LayoutKind::Tags16x4 => L16x4::MAX_TAG,
+            LayoutKind::Tags12x5 => L12x5::MAX_TAG,
+        }
+    }
+
+    /// The load the builder sizes for: a little under the load at which
+    /// the first insert fails, so `capacity` items always fit.
+    pub(crate) fn sizing_load(self) -> f64 {
+        match self {
+            LayoutKind::Tags16x4 => 0.94,
+            LayoutKind::Tags12x5 => 0.95,
+        }
+    }
+}
+
+/// Runs `$body` with `$L` bound to the filter's layout type. The layout is
+/// fixed at build time, so the branch is perfectly predicted; each arm is a
+/// fully monomorphised copy of the operation.
+macro_rules! with_layout {
+    ($self:expr, $L:ident => $body:expr) => {
+        match $self.layout {
+            LayoutKind::Tags16x4 => {
+                type $L = L16x4;
+                $body
+            }
+            LayoutKind::Tags12x5 => {
+                type $L = L12x5;
+                $body
+            }
+        }
+    };
+}
+
+/// A lock-free concurrent cuckoo filter: approximate set membership with
+/// delete, shared by many threads as `Arc<CuckooFilter>`.
+///
+/// Every method takes `&self`. `contains` answers `false` only if the key is
+/// definitely absent (no false negatives, under any interleaving), and
+/// `true` if it is probably present (false positives at about
+/// `2 * tags_per_bucket / 2^fingerprint_bits` at full load).
+///
+/// It is a multiset, as in the cuckoo filter paper: `insert` of the same key
+/// twice stores two copies, `count` reports them, and `remove` takes one.
+/// Use [`insert_unique`](Self::insert_unique) to deduplicate.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::thread;
+///
+/// let filter = Arc::new(koel::CuckooFilter::builder().capacity(100_000).build()?);
+/// let workers: Vec<_> = (0..4u64)
+///     .map(|t| {
+///         let filter = Arc::clone(&filter);
+///         thread::spawn(move || {
+///             for i in 0..10_000u64 {
+///                 filter.insert(&(t * 10_000 + i)).expect("sized for 100k items");
+///             }
+///         })
+///     })
+///     .collect();
+/// for w in workers {
+///     w.join().unwrap();
+/// }
+/// assert_eq!(filter.len(), 40_000);
+/// assert!((0..40_000u64).all(|k| filter.contains(&k)));
+/// # Ok::<(), koel::BuildError>(())
+/// ```
+pub struct CuckooFilter {
+    /// The current table. Loaded once per operation, and every geometry
+    /// value comes from that one object (growth will swap it).
+    table: epoch::Atomic<Table>,
+    layout: LayoutKind,
+    hasher: KeyHasher,
+    counters: Counters,
+}
+
+impl CuckooFilter {
+    /// A builder with the defaults listed on [`CuckooFilterBuilder`].
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::builder()
+    ///     .capacity(1_000_000)
+    ///     .fingerprint_bits(12)
+    ///     .seed(42)
+    ///     .build()?;
+    /// assert!(f.capacity() >= 1_000_000);
+    /// # Ok::<(), koel::BuildError>(())
+    /// ```
+    pub fn builder() -> CuckooFilterBuilder {
+        CuckooFilterBuilder::default()
+    }
+
+    /// A filter with the default layout sized for `items` items.
+    ///
+    /// # Panics
+    ///
+    /// If `items` is 0, too large for one table, or the allocation fails,
+    /// like `Vec::with_capacity`. Use [`builder`](Self::builder) to get a
+    /// [`BuildError`] instead.
+    pub fn with_capacity(items: usize) -> Self {
+        match Self::builder().capacity(items).build() {
+            Ok(f) => f,
+            Err(e) => panic!("CuckooFilter::with_capacity({items}): {e}"),
+        }
+    }
+
+    /// Runs `f` on the current table, pinned for the duration.
+    #[inline(always)]
+    fn with_table<R>(&self, f: impl FnOnce(&Table) -> R) -> R {
+        let guard = epoch::pin();
+        // Acquire: pairs with the Release publication of the table (its
+        // construction before `Atomic::new`, or a future growth swap), so
+        // its words and geometry are initialised.
+        let shared = self.table.load(Ordering::Acquire, &guard);
+        // SAFETY: the pointer is non-null from construction on, and a table
+        // is only ever freed through `defer_destroy` after it was replaced,
+        // so it outlives `guard`, which outlives this borrow.
+        let table = unsafe { shared.deref() };
+        f(table)
+    }
+
+    /// The 64-bit hash of `key` under this filter's seed, for the `*_hash`
+    /// methods.
+    #[inline]
+    pub fn hash<K: Hash + ?Sized>(&self, key: &K) -> u64 {
+        self.hasher.hash(key)
+    }
+
+    /// Adds one copy of `key`.
+    ///
+    /// Lock-free when a candidate bucket has room (one CAS); otherwise it
+    /// displaces other tags along a short path, taking one bucket-pair
+    /// stripe at a time (blocking under contention on that pair).
+    ///
+    /// # Errors
+    ///
+    /// [`InsertError::Full`] if no displacement path frees a slot; the
+    /// filter is then unchanged.
+    #[inline]
+    pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
+        self.insert_hash(self.hash(key))
+    }
+
+    /// [`insert`](Self::insert) for a hash from [`hash`](Self::hash).
+    #[inline]
+    pub fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
+        self.insert_raw(hash, false).map(|_| ())
+    }
+
+    /// Adds `key` unless it is (probably) present: `Ok(true)` if this call
+    /// inserted it, `Ok(false)` if a copy was already there.
+    ///
+    /// Linearizable: of any number of threads racing to insert the same
+    /// absent key, exactly one gets `Ok(true)`. It holds the key's
+    /// bucket-pair stripe for its check-then-insert, so it blocks while
+    /// another writer holds that stripe. A false positive makes it return
+    /// `Ok(false)` for a key never inserted (at the filter's FPR).
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1000);
+    /// assert_eq!(f.insert_unique("order-17"), Ok(true));
+    /// assert_eq!(f.insert_unique("order-17"), Ok(false));
+    /// assert_eq!(f.count("order-17"), 1);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`InsertError::Full`] as for [`insert`](Self::insert).
+    #[inline]
+    pub fn insert_unique<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, InsertError> {
+        self.insert_unique_hash(self.hash(key))
+    }
+
+    /// [`insert_unique`](Self::insert_unique) for a precomputed hash.
+    #[inline]
+    pub fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
+        self.insert_raw(hash, true)
+    }
+
+    #[inline(always)]
+    fn insert_raw(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
+        self.with_table(|t| with_layout!(self, L => ops::insert::<L>(t, hash, unique, &self.counters)))
+            .map_err(|InsertFailure::Full| InsertError::Full)
+    }
+
+    /// `false` if `key` is definitely absent, `true` if it is probably
+    /// present.
+    ///
+    /// Never takes a lock and never writes shared memory. A positive answer
+    /// is two loads (wait-free); a negative one is validated against the
+    /// bucket pair's version stripe and re-read if a writer of that pair
+    /// overlapped it.
+    #[inline]
+    pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(self.hash(key))
+    }
+
+    /// [`contains`](Self::contains) for a precomputed hash.
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.with_table(|t| with_layout!(self, L => ops::contains::<L>(t, hash, &self.counters)))
+    }
+
+    /// Removes one copy of `key`; `true` if a copy was found.
+    ///
+    /// Only remove keys that were inserted: removing an absent key whose tag
+    /// collides with a present one removes that one (a false negative for
+    /// it), as in every cuckoo filter. Holds the key's bucket-pair stripe,
+    /// so a copy being displaced at that moment is removed exactly once.
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1000);
+    /// f.insert(&7u32).unwrap();
+    /// f.insert(&7u32).unwrap();
+    /// assert!(f.remove(&7u32));
+    /// assert_eq!(f.count(&7u32), 1);
+    /// ```
+    #[inline]
+    pub fn remove<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.remove_hash(self.hash(key))
+    }
+
+    /// [`remove`](Self::remove) for a precomputed hash.
+    #[inline]
+    pub fn remove_hash(&self, hash: u64) -> bool {
+        self.with_table(|t| with_layout!(self, L => ops::remove::<L>(t, hash, &self.counters)))
+    }
+
+    /// Copies of `key` present (including false-positive tag collisions).
+    /// Read consistently: a copy in flight between its two buckets counts
+    /// once.
+    #[inline]
+    pub fn count<K: Hash + ?Sized>(&self, key: &K) -> usize {
+        self.count_hash(self.hash(key))
+    }
+
+    /// [`count`](Self::count) for a precomputed hash.
+    #[inline]
+    pub fn count_hash(&self, hash: u64) -> usize {
+        self.with_table(|t| with_layout!(self, L => ops::count::<L>(t, hash, &self.counters)))
+    }
+
+    /// Items stored: inserts minus removes. Exact when no writer runs
+    /// concurrently; otherwise a value the count passed through recently.
+    pub fn len(&self) -> usize {
+        self.counters.len().max(0) as usize
+    }
+
+    /// Whether [`len`](Self::len) is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Tag slots in the table (`buckets * tags_per_bucket`). The first
+    /// [`InsertError::Full`] comes at about 95% of this.
+    pub fn capacity(&self) -> usize {
+        self.with_table(|t| t.buckets()) * self.layout.lanes() as usize
+    }
+
+    /// `len() / capacity()`.
+    pub fn load_factor(&self) -> f64 {
+        self.len() as f64 / self.capacity() as f64
+    }
+
+    /// Bytes of the table: bucket words plus version stripes.
+    pub fn memory_usage(&self) -> usize {
+        self.with_table(|t| t.bytes() + t.stripe_count() * std::mem::size_of::<u64>())
+    }
+
+    /// Bits per tag (16 or 12).
+    pub fn fingerprint_bits(&self) -> u32 {
+        self.layout.tag_bits()
+    }
+
+    /// Tags per bucket (4 or 5).
+    pub fn tags_per_bucket(&self) -> u32 {
+        self.layout.lanes()
+    }
+
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.hasher.seed()
+    }
+
+    /// Expected false-positive rate of `contains` for an absent key at the
+    /// current load: `1 - (1 - 1/V)^(2 * b * load)` for `V` tag values and
+    /// `b` tags per bucket.
+    pub fn false_positive_rate(&self) -> f64 {
+        let slots_checked = 2.0 * self.layout.lanes() as f64 * self.load_factor();
+        1.0 - (1.0 - 1.0 / self.layout.tag_values() as f64).powf(slots_checked)
+    }
+
+    /// Removes every item. Not atomic with respect to concurrent writers:
+    /// an insert racing `clear` may or may not survive it, and `len` may
+    /// then be off; call it while no other thread writes if that matters.
+    pub fn clear(&self) {
+        self.with_table(ops::clear);
+        self.counters.reset_len();
+    }
+
+    /// A snapshot of sizes and operation statistics.
+    pub fn stats(&self) -> Stats {
+        let totals = self.counters.totals();
+        let (buckets, occupied, stripes, generation) = self.with_table(|t| {
+            let occupied = with_layout!(self, L => ops::occupied::<L>(t));
+            (t.buckets(), occupied, t.stripe_count(), t.geometry().generation())
+        });
+        Stats {
+            len: self.len(),
+            occupied_slots: occupied,
+            capacity: self.capacity(),
+            buckets,
+            load_factor: self.load_factor(),
+            memory_bytes: self.memory_usage(),
+            version_stripes: stripes,
+            fingerprint_bits: self.fingerprint_bits(),
+            tags_per_bucket: self.tags_per_bucket(),
+            generation,
+            false_positive_rate: self.false_positive_rate(),
+            displacements: totals.displacements,
+            paths_by_length: totals.paths,
+            stale_paths: totals.stale_paths,
+            insert_failures: totals.full,
+            validation_retries: totals.validation_retries,
+            cas_retries: totals.cas_retries,
+        }
+    }
+}
+
+impl fmt::Debug for CuckooFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CuckooFilter")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("fingerprint_bits", &self.fingerprint_bits())
+            .field("tags_per_bucket", &self.tags_per_bucket())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for CuckooFilter {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self` proves no operation of this filter is running,
+        // and every guard an operation pinned ended with it, so no other
+        // thread can reach the table: it is ours to free now.
+        unsafe {
+            let guard = epoch::unprotected();
+            // Relaxed: `&mut self` already synchronised with every user.
+            let table = self.table.swap(epoch::Shared::null(), Ordering::Relaxed, guard);
+            if !table.is_null() {
+                drop(table.into_owned());
+            }
+        }
+    }
+}
+
+impl TryFrom<CuckooFilterBuilder> for CuckooFilter {
+    type Error = BuildError;
+
+    fn try_from(builder: CuckooFilterBuilder) -> Result<Self, BuildError> {
+        builder.build()
+    }
+}

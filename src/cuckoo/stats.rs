@@ -1,0 +1,61 @@
+//! The statistics snapshot of a [`CuckooFilter`](crate::CuckooFilter).
+
+use crate::raw::counters::PATH_HISTOGRAM;
+
+/// Sizes and operation counters of a filter at one moment, from
+/// [`CuckooFilter::stats`](crate::CuckooFilter::stats).
+///
+/// Counters are summed over shards while other threads may run, so under
+/// concurrent writers they are a recent value, not an atomic snapshot.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Items stored (inserts minus removes).
+    pub len: usize,
+    /// Occupied tag slots found by scanning the table (equals `len` when no
+    /// writer runs and `clear` did not race writers).
+    pub occupied_slots: usize,
+    /// Tag slots (`buckets * tags_per_bucket`).
+    pub capacity: usize,
+    /// Bucket words.
+    pub buckets: usize,
+    /// `len / capacity`.
+    pub load_factor: f64,
+    /// Bytes of buckets and version stripes.
+    pub memory_bytes: usize,
+    /// Version stripes guarding bucket pairs.
+    pub version_stripes: usize,
+    /// Bits per tag.
+    pub fingerprint_bits: u32,
+    /// Tags per bucket.
+    pub tags_per_bucket: u32,
+    /// Table generation: how many times it has doubled (0 for now).
+    pub generation: u32,
+    /// Expected false-positive rate at the current load.
+    pub false_positive_rate: f64,
+    /// Tags moved between their two buckets by displacement.
+    pub displacements: u64,
+    /// Committed displacement paths, indexed by their number of hops.
+    pub paths_by_length: [u64; PATH_HISTOGRAM],
+    /// Displacement paths abandoned because a bucket changed after the
+    /// search (then searched again).
+    pub stale_paths: u64,
+    /// Inserts refused with [`InsertError::Full`](crate::InsertError::Full).
+    pub insert_failures: u64,
+    /// Negative reads repeated because a writer overlapped them.
+    pub validation_retries: u64,
+    /// Bucket CASes that lost a race and were retried.
+    pub cas_retries: u64,
+}
+
+impl Stats {
+    /// Committed displacement paths of any length.
+    pub fn paths(&self) -> u64 {
+        self.paths_by_length.iter().sum()
+    }
+
+    /// Bits of table per stored item (`memory_bytes * 8 / len`).
+    pub fn bits_per_item(&self) -> f64 {
+        self.memory_bytes as f64 * 8.0 / self.len.max(1) as f64
+    }
+}

@@ -1,0 +1,271 @@
+//! The bucket word: `LANES` tags of `TAG_BITS` bits packed into one `u64`.
+//!
+//! Every function here is a pure, branch-free SWAR ("SIMD within a register")
+//! operation on a plain `u64`; the atomics live in `table.rs`. A tag value of
+//! 0 marks an empty lane; the all-ones tag is reserved (never produced by the
+//! hash) so that a future "forwarded" marker word cannot collide with data.
+//!
+//! Lane `k` occupies bits `k*TAG_BITS .. (k+1)*TAG_BITS`. Unused high bits
+//! (4 of them in the 12x5 layout) are always zero.
+
+/// A bucket layout: how many tags of how many bits share one 64-bit word.
+///
+/// Implemented by zero-sized marker types so that every operation is
+/// monomorphised with its masks as constants.
+pub(crate) trait Layout: Copy + Send + Sync + 'static {
+    /// Bits per tag (`w`).
+    const TAG_BITS: u32;
+    /// Tags per bucket word (`b`).
+    const LANES: u32;
+
+    /// Mask of one tag.
+    const TAG_MASK: u64 = (1u64 << Self::TAG_BITS) - 1;
+    /// The lowest bit of every lane.
+    const LOW: u64 = repeat(1, Self::TAG_BITS, Self::LANES);
+    /// The highest bit of every lane.
+    const HIGH: u64 = Self::LOW << (Self::TAG_BITS - 1);
+    /// The low `TAG_BITS - 1` bits of every lane.
+    const BELOW_HIGH: u64 = Self::HIGH - Self::LOW;
+    /// Largest tag value the hash may produce (all-ones is reserved).
+    const MAX_TAG: u64 = Self::TAG_MASK - 1;
+}
+
+/// `lanes` copies of `value`, one every `bits` bits.
+const fn repeat(value: u64, bits: u32, lanes: u32) -> u64 {
+    let mut out = 0u64;
+    let mut lane = 0;
+    while lane < lanes {
+        out |= value << (lane * bits);
+        lane += 1;
+    }
+    out
+}
+
+/// 16-bit tags, 4 per bucket: the default layout (FPR about 1.2e-4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct L16x4;
+impl Layout for L16x4 {
+    const TAG_BITS: u32 = 16;
+    const LANES: u32 = 4;
+}
+
+/// 12-bit tags, 5 per bucket: the compact layout (FPR about 2.4e-3).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct L12x5;
+impl Layout for L12x5 {
+    const TAG_BITS: u32 = 12;
+    const LANES: u32 = 5;
+}
+
+// Both layouts fit one word, and lanes are wide enough for the SWAR tricks.
+const _: () = assert!(L16x4::TAG_BITS * L16x4::LANES <= 64);
+const _: () = assert!(L12x5::TAG_BITS * L12x5::LANES <= 64);
+const _: () = assert!(L12x5::TAG_BITS >= 2 && L16x4::TAG_BITS >= 2);
+
+/// Bit mask with the high bit of every lane that is zero, exactly (no
+/// borrow leaks between lanes, unlike the classic `(x - LOW) & !x & HIGH`).
+#[inline(always)]
+fn zero_lanes<L: Layout>(word: u64) -> u64 {
+    // Per lane: the low bits plus all-ones-below-high carry into the high bit
+    // iff any low bit is set; OR-ing the lane itself adds its high bit.
+    let nonzero = ((word & L::BELOW_HIGH) + L::BELOW_HIGH) | word;
+    !nonzero & L::HIGH
+}
+
+/// High-bit mask of the lanes holding exactly `tag`.
+#[inline(always)]
+fn matching_lanes<L: Layout>(word: u64, tag: u64) -> u64 {
+    zero_lanes::<L>(word ^ (tag * L::LOW))
+}
+
+/// Shift of the lane whose high bit is the lowest bit set in `mask`.
+#[inline(always)]
+fn lowest_lane_shift<L: Layout>(mask: u64) -> u32 {
+    mask.trailing_zeros() + 1 - L::TAG_BITS
+}
+
+/// Whether `tag` is in some lane of `word`.
+#[inline(always)]
+pub(crate) fn contains<L: Layout>(word: u64, tag: u64) -> bool {
+    matching_lanes::<L>(word, tag) != 0
+}
+
+/// How many lanes of `word` hold `tag`.
+#[inline(always)]
+pub(crate) fn count<L: Layout>(word: u64, tag: u64) -> u32 {
+    matching_lanes::<L>(word, tag).count_ones()
+}
+
+/// Whether `word` has an empty lane.
+#[inline(always)]
+pub(crate) fn has_empty<L: Layout>(word: u64) -> bool {
+    zero_lanes::<L>(word) != 0
+}
+
+/// Number of occupied lanes.
+#[inline(always)]
+pub(crate) fn occupied<L: Layout>(word: u64) -> u32 {
+    L::LANES - zero_lanes::<L>(word).count_ones()
+}
+
+/// `word` with `tag` written into its lowest empty lane, or `None` if full.
+#[inline(always)]
+pub(crate) fn with_tag<L: Layout>(word: u64, tag: u64) -> Option<u64> {
+    let empty = zero_lanes::<L>(word);
+    if empty == 0 {
+        return None;
+    }
+    Some(word | (tag << lowest_lane_shift::<L>(empty)))
+}
+
+/// `word` with one copy of `tag` (its lowest lane) cleared, or `None` if
+/// `tag` is absent.
+#[inline(always)]
+pub(crate) fn without_tag<L: Layout>(word: u64, tag: u64) -> Option<u64> {
+    let found = matching_lanes::<L>(word, tag);
+    if found == 0 {
+        return None;
+    }
+    Some(word & !(L::TAG_MASK << lowest_lane_shift::<L>(found)))
+}
+
+/// The tag in lane `lane` (0 if empty).
+#[inline(always)]
+pub(crate) fn lane<L: Layout>(word: u64, lane: u32) -> u64 {
+    (word >> (lane * L::TAG_BITS)) & L::TAG_MASK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Build a word from explicit lane values.
+    fn word<L: Layout>(lanes: &[u64]) -> u64 {
+        assert_eq!(lanes.len(), L::LANES as usize);
+        lanes
+            .iter()
+            .enumerate()
+            .fold(0, |w, (k, &t)| w | (t << (k as u32 * L::TAG_BITS)))
+    }
+
+    /// Reference implementations, lane by lane.
+    fn lanes_of<L: Layout>(w: u64) -> Vec<u64> {
+        (0..L::LANES).map(|k| lane::<L>(w, k)).collect()
+    }
+
+    /// Edge tag values: the smallest and largest legal tags, and values with
+    /// single high or low bits that stress carries between lanes.
+    fn edge_tags<L: Layout>() -> Vec<u64> {
+        let mut tags = vec![1, 2, 3, L::MAX_TAG, L::MAX_TAG - 1, 1 << (L::TAG_BITS - 1)];
+        tags.push((1 << (L::TAG_BITS - 1)) + 1);
+        tags.push((1 << (L::TAG_BITS - 1)) - 1);
+        tags.push(0x5555 & L::TAG_MASK);
+        tags.push(0xAAAA & L::TAG_MASK);
+        tags
+    }
+
+    /// Every assignment of {empty, a few edge tags} to every lane, checked
+    /// against the lane-by-lane reference for every query tag.
+    fn exhaustive<L: Layout>() {
+        let tags = edge_tags::<L>();
+        let mut palette = vec![0u64];
+        palette.extend_from_slice(&tags[..5]);
+        let n = palette.len();
+        let combos = n.pow(L::LANES);
+        for c in 0..combos {
+            let mut rest = c;
+            let lanes: Vec<u64> = (0..L::LANES)
+                .map(|_| {
+                    let v = palette[rest % n];
+                    rest /= n;
+                    v
+                })
+                .collect();
+            let w = word::<L>(&lanes);
+            assert_eq!(lanes_of::<L>(w), lanes);
+            let empties = lanes.iter().filter(|&&t| t == 0).count() as u32;
+            assert_eq!(has_empty::<L>(w), empties > 0, "{lanes:?}");
+            assert_eq!(occupied::<L>(w), L::LANES - empties, "{lanes:?}");
+            for &q in &tags {
+                let expect = lanes.iter().filter(|&&t| t == q).count() as u32;
+                assert_eq!(count::<L>(w, q), expect, "count {q:#x} in {lanes:?}");
+                assert_eq!(contains::<L>(w, q), expect > 0);
+                // Insert into the lowest empty lane, nothing else changes.
+                match with_tag::<L>(w, q) {
+                    None => assert_eq!(empties, 0),
+                    Some(w2) => {
+                        let first = lanes.iter().position(|&t| t == 0).unwrap();
+                        let mut want = lanes.clone();
+                        want[first] = q;
+                        assert_eq!(lanes_of::<L>(w2), want);
+                    }
+                }
+                // Remove the lowest matching lane, nothing else changes.
+                match without_tag::<L>(w, q) {
+                    None => assert_eq!(expect, 0),
+                    Some(w2) => {
+                        let first = lanes.iter().position(|&t| t == q).unwrap();
+                        let mut want = lanes.clone();
+                        want[first] = 0;
+                        assert_eq!(lanes_of::<L>(w2), want);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lanes_16x4_exhaustive_over_edge_values() {
+        exhaustive::<L16x4>();
+    }
+
+    #[test]
+    fn lanes_12x5_exhaustive_over_edge_values() {
+        exhaustive::<L12x5>();
+    }
+
+    /// Every single tag value in every lane, alone and next to full lanes.
+    fn every_tag_every_lane<L: Layout>() {
+        for k in 0..L::LANES {
+            for t in 1..=L::MAX_TAG {
+                let alone = t << (k * L::TAG_BITS);
+                assert!(contains::<L>(alone, t));
+                assert_eq!(count::<L>(alone, t), 1);
+                assert_eq!(occupied::<L>(alone), 1);
+                assert_eq!(without_tag::<L>(alone, t), Some(0));
+                // The neighbours hold the reserved all-ones pattern, the
+                // value most likely to leak a carry into lane k.
+                let mut crowded = 0;
+                for j in 0..L::LANES {
+                    if j != k {
+                        crowded |= L::TAG_MASK << (j * L::TAG_BITS);
+                    }
+                }
+                assert!(!contains::<L>(crowded, t));
+                assert_eq!(with_tag::<L>(crowded, t), Some(crowded | alone));
+                assert!(with_tag::<L>(crowded | alone, t).is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn every_tag_in_every_lane_16x4() {
+        every_tag_every_lane::<L16x4>();
+    }
+
+    #[test]
+    fn every_tag_in_every_lane_12x5() {
+        every_tag_every_lane::<L12x5>();
+    }
+
+    #[test]
+    fn masks_are_what_they_say() {
+        assert_eq!(L16x4::LOW, 0x0001_0001_0001_0001);
+        assert_eq!(L16x4::HIGH, 0x8000_8000_8000_8000);
+        assert_eq!(L12x5::LOW, 0x0001_0010_0100_1001);
+        assert_eq!(L12x5::HIGH.count_ones(), 5);
+        assert_eq!(L12x5::HIGH >> 60, 0, "12x5 leaves the top 4 bits unused");
+        assert_eq!(L16x4::MAX_TAG, 0xFFFE);
+        assert_eq!(L12x5::MAX_TAG, 0xFFE);
+    }
+}

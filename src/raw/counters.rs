@@ -1,0 +1,108 @@
+//! Item count and operation statistics, sharded to keep writers apart.
+//!
+//! One shared counter would be a cache line that every insert on every core
+//! writes: under two writer threads it alone costs more than the insert. So
+//! the counts live in `SHARDS` cache-padded shards, picked by the key's first
+//! bucket index (already computed, and spread uniformly). Readers sum the
+//! shards; a sum is exact whenever no writer is running.
+//!
+//! Every counter is `Relaxed`: none of them orders anything, and none is
+//! read by a protocol.
+
+use crate::sync::{Ordering::Relaxed, StatI64, StatU64};
+use crossbeam_utils::CachePadded;
+
+/// Longest displacement path, in hops, that the statistics tell apart.
+pub(crate) const PATH_HISTOGRAM: usize = 8;
+
+#[cfg(not(loom))]
+const SHARDS: usize = 64;
+#[cfg(loom)]
+const SHARDS: usize = 2;
+
+/// The counters of one shard.
+#[derive(Default)]
+pub(crate) struct Shard {
+    /// Items inserted minus items removed (may be negative per shard).
+    pub(crate) len: StatI64,
+    /// Tags moved from one bucket to the other by committed hops.
+    pub(crate) displacements: StatU64,
+    /// Displacement paths committed in full, by number of hops.
+    pub(crate) paths: [StatU64; PATH_HISTOGRAM],
+    /// Paths abandoned because a bucket changed since the search.
+    pub(crate) stale_paths: StatU64,
+    /// Inserts refused because no displacement path was found.
+    pub(crate) full: StatU64,
+    /// Negative lookups re-read because a writer held or bumped the stripe.
+    pub(crate) validation_retries: StatU64,
+    /// Bucket CASes that lost a race and were retried.
+    pub(crate) cas_retries: StatU64,
+}
+
+impl Shard {
+    #[inline]
+    pub(crate) fn bump(counter: &StatU64) {
+        counter.fetch_add(1, Relaxed);
+    }
+}
+
+/// All shards of one filter.
+pub(crate) struct Counters {
+    shards: Box<[CachePadded<Shard>]>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            shards: (0..SHARDS).map(|_| CachePadded::new(Shard::default())).collect(),
+        }
+    }
+}
+
+/// Sums of every shard.
+#[derive(Default, Debug, Clone)]
+pub(crate) struct Totals {
+    pub(crate) len: i64,
+    pub(crate) displacements: u64,
+    pub(crate) paths: [u64; PATH_HISTOGRAM],
+    pub(crate) stale_paths: u64,
+    pub(crate) full: u64,
+    pub(crate) validation_retries: u64,
+    pub(crate) cas_retries: u64,
+}
+
+impl Counters {
+    /// The shard for an operation whose first bucket is `bucket`.
+    #[inline(always)]
+    pub(crate) fn shard(&self, bucket: usize) -> &Shard {
+        &self.shards[bucket % SHARDS]
+    }
+
+    /// Items inserted minus removed, over all shards.
+    pub(crate) fn len(&self) -> i64 {
+        self.shards.iter().map(|s| s.len.load(Relaxed)).sum()
+    }
+
+    pub(crate) fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for s in self.shards.iter() {
+            t.len += s.len.load(Relaxed);
+            t.displacements += s.displacements.load(Relaxed);
+            for (sum, p) in t.paths.iter_mut().zip(&s.paths) {
+                *sum += p.load(Relaxed);
+            }
+            t.stale_paths += s.stale_paths.load(Relaxed);
+            t.full += s.full.load(Relaxed);
+            t.validation_retries += s.validation_retries.load(Relaxed);
+            t.cas_retries += s.cas_retries.load(Relaxed);
+        }
+        t
+    }
+
+    /// Zeroes the item count (statistics are kept: they describe history).
+    pub(crate) fn reset_len(&self) {
+        for s in self.shards.iter() {
+            s.len.store(0, Relaxed);
+        }
+    }
+}

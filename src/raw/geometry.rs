@@ -1,0 +1,155 @@
+//! Geometry: how a 64-bit hash becomes a tag and its two candidate buckets.
+//!
+//! A table has `m0 * 2^generation` buckets. From the key's hash `h`:
+//!
+//! * the tag is taken from the top `TAG_BITS` bits, mapped onto
+//!   `1..=MAX_TAG` (0 means empty, all-ones is reserved);
+//! * the local index is `l1 = fastrange32(low 32 bits of h, m0)`, so `m0`
+//!   needs no power-of-two rounding;
+//! * the alternate local index is `l2 = (H(tag) - l1) mod m0`, an
+//!   involution, so a tag alone finds its other bucket. `H(tag)` is forced
+//!   odd and `m0` is even, so `2*l == H(tag) (mod m0)` has no solution: the
+//!   two candidates are always distinct buckets;
+//! * the region (used once the table has grown) is the low `generation` bits
+//!   of the tag; bucket = `region * m0 + local`. Both buckets of a pair share
+//!   a region, which is what lets a table double without the keys.
+//!
+//! Every geometry value an operation uses comes from the one `Table` it
+//! loaded, never from a separately loaded size (the race libcuckoo fixed in
+//! its PR #173).
+
+use super::bucket::Layout;
+
+/// Buckets per region are capped so that `fastrange32` covers them.
+pub(crate) const MAX_M0: u64 = 1 << 32;
+
+/// Fewest buckets per region. A key's two buckets lie inside one region, so
+/// a region must be big enough for displacement paths to find room. Under
+/// loom a tiny table is what lets a model reach a displacement.
+#[cfg(not(loom))]
+pub(crate) const MIN_M0: u64 = 64;
+#[cfg(loom)]
+pub(crate) const MIN_M0: u64 = 4;
+
+/// The hash-to-bucket mapping of one table. Plain data, no atomics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Buckets per region; even.
+    m0: u64,
+    /// Log2 of the number of regions.
+    generation: u32,
+    /// Low `generation` bits of a tag: its region.
+    region_mask: u64,
+}
+
+impl Geometry {
+    pub(crate) fn new(m0: u64, generation: u32) -> Self {
+        debug_assert!(m0 % 2 == 0 && (MIN_M0..=MAX_M0).contains(&m0));
+        Geometry {
+            m0,
+            generation,
+            region_mask: (1u64 << generation) - 1,
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Total buckets: `m0 << generation`.
+    pub(crate) fn buckets(&self) -> u64 {
+        self.m0 << self.generation
+    }
+
+    /// The tag of hash `h`: its top bits mapped onto `1..=MAX_TAG`.
+    #[inline(always)]
+    pub(crate) fn tag_of<L: Layout>(h: u64) -> u64 {
+        let top = h >> (64 - L::TAG_BITS);
+        1 + ((top * L::MAX_TAG) >> L::TAG_BITS)
+    }
+
+    /// The tag and both candidate buckets of hash `h`.
+    #[inline(always)]
+    pub(crate) fn locate<L: Layout>(&self, h: u64) -> (u64, usize, usize) {
+        let tag = Self::tag_of::<L>(h);
+        let local = ((h & 0xFFFF_FFFF) * self.m0) >> 32;
+        let base = (tag & self.region_mask) * self.m0;
+        let alt = self.alt_local(local, tag);
+        (tag, (base + local) as usize, (base + alt) as usize)
+    }
+
+    /// The other candidate bucket of `tag` stored in `bucket`.
+    #[inline(always)]
+    pub(crate) fn alt(&self, bucket: usize, tag: u64) -> usize {
+        let base = (tag & self.region_mask) * self.m0;
+        let local = bucket as u64 - base;
+        (base + self.alt_local(local, tag)) as usize
+    }
+
+    /// `(H(tag) - local) mod m0` with `H(tag)` odd and below `m0`.
+    #[inline(always)]
+    fn alt_local(&self, local: u64, tag: u64) -> u64 {
+        let mixed = tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        let h = ((mixed * self.m0) >> 32) | 1;
+        let wrap = if h < local { self.m0 } else { 0 };
+        h.wrapping_sub(local).wrapping_add(wrap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::bucket::{L12x5, L16x4};
+    use super::*;
+
+    fn check<L: Layout>(m0: u64, generation: u32) {
+        let g = Geometry::new(m0, generation);
+        let mut h = 0x0123_4567_89AB_CDEFu64;
+        for _ in 0..200_000 {
+            h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let (tag, i1, i2) = g.locate::<L>(h);
+            assert!((1..=L::MAX_TAG).contains(&tag), "tag {tag} out of range");
+            assert!((i1 as u64) < g.buckets() && (i2 as u64) < g.buckets());
+            assert_ne!(i1, i2, "a key's two buckets must differ");
+            assert_eq!(g.alt(i1, tag), i2, "alt is an involution");
+            assert_eq!(g.alt(i2, tag), i1, "alt is an involution");
+            let region = tag & ((1 << generation) - 1);
+            assert_eq!(i1 as u64 / m0, region, "both candidates in the tag's region");
+            assert_eq!(i2 as u64 / m0, region, "both candidates in the tag's region");
+        }
+    }
+
+    #[test]
+    fn locate_gives_two_distinct_buckets_linked_by_alt() {
+        check::<L16x4>(64, 0);
+        check::<L16x4>(1_000_002, 0);
+        check::<L12x5>(66, 0);
+        check::<L16x4>(64, 3);
+        check::<L12x5>(130, 2);
+        check::<L16x4>(MAX_M0, 0);
+    }
+
+    #[test]
+    fn tags_cover_their_range_evenly() {
+        // 2^w top-bit patterns onto 2^w - 2 tags: each tag is hit once or
+        // twice, never 0 or the reserved all-ones value.
+        let mut hits = vec![0u32; 1 << 12];
+        for top in 0..(1u64 << 12) {
+            hits[Geometry::tag_of::<L12x5>(top << 52) as usize] += 1;
+        }
+        assert_eq!(hits[0], 0);
+        assert_eq!(hits[0xFFF], 0);
+        assert!(hits[1..0xFFF].iter().all(|&n| (1..=2).contains(&n)));
+    }
+
+    #[test]
+    fn alternate_buckets_spread_over_the_region() {
+        // Alternates of one bucket must not cluster: over all tags they
+        // should reach a large share of a 4096-bucket region.
+        let g = Geometry::new(4096, 0);
+        let mut seen = std::collections::HashSet::new();
+        for tag in 1..=L16x4::MAX_TAG {
+            seen.insert(g.alt(100, tag));
+        }
+        assert!(seen.len() > 2000, "only {} distinct alternates", seen.len());
+    }
+}

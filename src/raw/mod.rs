@@ -1,0 +1,19 @@
+//! The engine under [`CuckooFilter`](crate::CuckooFilter): plain functions
+//! over one table, generic over the bucket layout, with no knowledge of
+//! keys, epochs or errors. Split by concern:
+//!
+//! * `bucket`: the packed bucket word and its SWAR lane functions;
+//! * `geometry`: hash to tag and candidate buckets;
+//! * `words`: fallible zeroed allocation of the bucket array;
+//! * `table`: buckets, version stripes, the stripe lock;
+//! * `ops`: contains / count / insert / remove;
+//! * `path`: displacement (bounded BFS search, then commit from the far end);
+//! * `counters`: sharded item count and statistics.
+
+pub(crate) mod bucket;
+pub(crate) mod counters;
+pub(crate) mod geometry;
+pub(crate) mod ops;
+pub(crate) mod path;
+pub(crate) mod table;
+pub(crate) mod words;

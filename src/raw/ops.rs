@@ -1,0 +1,217 @@
+//! The operations on one table, generic over the bucket layout.
+//!
+//! # Protocol
+//!
+//! * A bucket changes only by one CAS of its word (`AcqRel`), so a single
+//!   `Acquire` load always sees a whole bucket.
+//! * A tag `t` stored in bucket `i` can only ever be in `i` or
+//!   `alt(i, t)`, and only moves between those two, under the version stripe
+//!   of that pair (see `path.rs`): copy into the destination first, then
+//!   clear the source. A tag is therefore never absent from both buckets.
+//! * A reader that finds the tag answers `true` at once: the tag was in the
+//!   table at the moment of that load. A reader that does not find it checks
+//!   that the pair's stripe was even and unchanged across its two loads; if
+//!   a move of that pair overlapped the loads, it reads again.
+//! * `remove` and `insert_unique` hold the pair's stripe, which excludes
+//!   moves of their own tag, so their check-then-CAS sees a stable pair.
+
+use super::bucket::{self, Layout};
+use super::counters::{Counters, Shard};
+use super::path;
+use super::table::{StripeLock, Table};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+
+/// Whether the tag of `h` is in either candidate bucket.
+///
+/// Never writes shared memory. A positive answer takes two loads; a negative
+/// one is validated against the pair's stripe and retried while a writer of
+/// that pair is mid-flight.
+#[inline(always)]
+pub(crate) fn contains<L: Layout>(t: &Table, h: u64, c: &Counters) -> bool {
+    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+    // Fast path: a positive answer needs no validation. Acquire: pairs with
+    // the AcqRel CAS that stored the tag.
+    if bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
+        || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
+    {
+        return true;
+    }
+    contains_validated::<L>(t, tag, i1, i2, c)
+}
+
+/// The negative path of `contains`: read the pair between two stripe loads.
+#[inline(never)]
+fn contains_validated<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize, c: &Counters) -> bool {
+    let stripe = t.stripe(i1, i2);
+    let mut backoff = Backoff::default();
+    loop {
+        // Acquire: pairs with the Release store that ended the last stripe
+        // hold; every move finished by then is visible to the loads below.
+        let before = stripe.load(Ordering::Acquire);
+        // Acquire on both bucket loads: (1) a load that observes a move's
+        // source-clearing CAS (Release) also observes the stripe bump to odd
+        // that preceded it, so `after` below cannot read the old version;
+        // (2) `after` cannot be hoisted above these loads.
+        let w1 = t.word(i1).load(Ordering::Acquire);
+        let w2 = t.word(i2).load(Ordering::Acquire);
+        if bucket::contains::<L>(w1, tag) || bucket::contains::<L>(w2, tag) {
+            return true;
+        }
+        #[cfg(loom)]
+        if t.canary == crate::loom_support::Canary::UnvalidatedNegative {
+            return false;
+        }
+        // Relaxed: ordered after the bucket loads by their Acquire (above).
+        let after = stripe.load(Ordering::Relaxed);
+        if before == after && before & 1 == 0 {
+            return false;
+        }
+        Shard::bump(&c.shard(i1).validation_retries);
+        backoff.snooze();
+    }
+}
+
+/// Copies of the tag of `h` in its two buckets, read consistently (a tag in
+/// flight between the two is counted once).
+pub(crate) fn count<L: Layout>(t: &Table, h: u64, c: &Counters) -> usize {
+    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+    let stripe = t.stripe(i1, i2);
+    let mut backoff = Backoff::default();
+    loop {
+        // Orderings as in `contains_validated`: a move overlapping the loads
+        // could show the tag twice or not at all, so both answers validate.
+        let before = stripe.load(Ordering::Acquire);
+        if before & 1 == 0 {
+            let w1 = t.word(i1).load(Ordering::Acquire);
+            let w2 = t.word(i2).load(Ordering::Acquire);
+            let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);
+            if stripe.load(Ordering::Relaxed) == before {
+                return copies as usize;
+            }
+        }
+        Shard::bump(&c.shard(i1).validation_retries);
+        backoff.snooze();
+    }
+}
+
+/// Why an insert could not complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InsertFailure {
+    /// No displacement path frees a lane in either candidate bucket.
+    Full,
+}
+
+/// Inserts the tag of `h`. With `unique`, first checks (under the pair's
+/// stripe) that no copy is present and returns `Ok(false)` if one is.
+pub(crate) fn insert<L: Layout>(
+    t: &Table,
+    h: u64,
+    unique: bool,
+    c: &Counters,
+) -> Result<bool, InsertFailure> {
+    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+    let shard = c.shard(i1);
+    loop {
+        if unique {
+            let _lock = StripeLock::acquire(t.stripe(i1, i2));
+            #[cfg(loom)]
+            if t.canary == crate::loom_support::Canary::UnlockedUnique {
+                drop(_lock);
+            }
+            // Under the stripe no copy of `tag` can move between i1 and i2,
+            // so these two loads see every copy a completed insert made.
+            if bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
+                || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
+            {
+                return Ok(false);
+            }
+            if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
+                shard.len.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
+            // Both full: release the stripe before making room, so no thread
+            // ever waits for a stripe while holding one.
+        } else if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
+            shard.len.fetch_add(1, Ordering::Relaxed);
+            return Ok(true);
+        }
+        if !path::make_room::<L>(t, i1, i2, shard) {
+            Shard::bump(&shard.full);
+            return Err(InsertFailure::Full);
+        }
+    }
+}
+
+/// Removes one copy of the tag of `h`; `false` if neither bucket holds one.
+pub(crate) fn remove<L: Layout>(t: &Table, h: u64, c: &Counters) -> bool {
+    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+    let shard = c.shard(i1);
+    // Holding the pair's stripe excludes a concurrent move of this tag, which
+    // could otherwise copy back a tag this remove just cleared.
+    let _lock = StripeLock::acquire(t.stripe(i1, i2));
+    let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
+    if removed {
+        shard.len.fetch_sub(1, Ordering::Relaxed);
+    }
+    removed
+}
+
+/// Writes `tag` into an empty lane of `word`; `false` if it has none.
+#[inline]
+pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
+    // Acquire: the CAS below compares against this value; no data depends on
+    // it beyond the word itself.
+    let mut current = word.load(Ordering::Acquire);
+    loop {
+        let Some(next) = bucket::with_tag::<L>(current, tag) else {
+            return false;
+        };
+        // AcqRel: Release publishes the tag (pairs with readers' Acquire
+        // loads); Acquire keeps the release sequence of earlier writers.
+        match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(seen) => {
+                Shard::bump(&shard.cas_retries);
+                current = seen;
+            }
+        }
+    }
+}
+
+/// Clears one copy of `tag` from `word`; `false` if it holds none.
+#[inline]
+pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
+    let mut current = word.load(Ordering::Acquire);
+    loop {
+        let Some(next) = bucket::without_tag::<L>(current, tag) else {
+            return false;
+        };
+        // AcqRel: as in `put`; the Release half is what a validating reader
+        // synchronises with when it observes the tag gone.
+        match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(seen) => {
+                Shard::bump(&shard.cas_retries);
+                current = seen;
+            }
+        }
+    }
+}
+
+/// Occupied lanes over the whole table (a scan; for diagnostics and tests).
+pub(crate) fn occupied<L: Layout>(t: &Table) -> usize {
+    t.words()
+        .iter()
+        .map(|w| bucket::occupied::<L>(w.load(Ordering::Relaxed)) as usize)
+        .sum()
+}
+
+/// Empties every bucket. Each word is swapped to 0 (an RMW, so it never
+/// breaks a release sequence); not atomic as a whole with respect to
+/// concurrent writers.
+pub(crate) fn clear(t: &Table) {
+    for w in t.words() {
+        // AcqRel: an RMW like every other bucket write, see above.
+        w.swap(0, Ordering::AcqRel);
+    }
+}

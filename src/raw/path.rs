@@ -1,0 +1,202 @@
+//! Displacement: make room in a key's full buckets by moving other tags.
+//!
+//! Following MemC3 and libcuckoo (`cuckoopath_search` / `cuckoopath_move`):
+//!
+//! 1. **Search** breadth-first from both candidate buckets, without locks,
+//!    over the current bucket words, for the nearest bucket with an empty
+//!    lane. Each edge moves one tag from a bucket to that tag's alternate.
+//!    The search is bounded (`MAX_DEPTH` hops, `MAX_NODES` buckets), so a
+//!    full table answers "no room" in bounded time.
+//! 2. **Commit** the path from its far end (the empty lane) back towards the
+//!    key, one hop at a time. Each hop takes the version stripe of its
+//!    bucket pair, re-validates (destination still has room, source still
+//!    holds the tag), **copies the tag into the destination, then clears it
+//!    from the source**, and releases the stripe. A validating reader that
+//!    overlaps a hop sees the stripe odd or changed and reads again.
+//!
+//! If any hop finds its buckets changed since the search, the path is stale:
+//! the hops already done were valid moves (each tag still sits in one of its
+//! two buckets), so the caller simply searches again. No tag is ever held
+//! "in hand" outside the table, and a failed insert never evicts anything.
+
+use super::bucket::{self, Layout};
+use super::counters::{Shard, PATH_HISTOGRAM};
+use super::ops::take;
+use super::table::{StripeLock, Table};
+use crate::sync::Ordering;
+
+/// Most hops in one displacement path.
+#[cfg(not(loom))]
+pub(crate) const MAX_DEPTH: usize = 5;
+#[cfg(loom)]
+pub(crate) const MAX_DEPTH: usize = 2;
+
+/// Most buckets one search visits (4 KiB of stack).
+#[cfg(not(loom))]
+const MAX_NODES: usize = 256;
+#[cfg(loom)]
+const MAX_NODES: usize = 8;
+
+const _: () = assert!(MAX_DEPTH < PATH_HISTOGRAM && MAX_NODES <= u16::MAX as usize);
+
+/// A bucket reached by the search.
+#[derive(Clone, Copy, Default)]
+struct Node {
+    bucket: usize,
+    /// Index of the node this one was reached from (`NO_PARENT` for roots).
+    parent: u16,
+    /// The tag that moves from the parent's bucket into this one.
+    tag: u16,
+    depth: u8,
+}
+
+const NO_PARENT: u16 = u16::MAX;
+
+/// One move: `tag` from bucket `src` to bucket `dst == alt(src, tag)`.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Hop {
+    pub(crate) src: usize,
+    pub(crate) dst: usize,
+    pub(crate) tag: u64,
+}
+
+/// Frees a lane in bucket `i1` or `i2`, or returns `false` if no path
+/// within the search bounds leads to an empty lane. The freed lane may be
+/// taken by another thread before the caller uses it; callers retry.
+pub(crate) fn make_room<L: Layout>(t: &Table, i1: usize, i2: usize, shard: &Shard) -> bool {
+    loop {
+        let mut hops = [Hop::default(); MAX_DEPTH];
+        let Some(len) = search::<L>(t, i1, i2, &mut hops) else {
+            return false;
+        };
+        if len == 0 {
+            // A lane in a candidate bucket was freed since the caller looked.
+            return true;
+        }
+        if hops[..len].iter().all(|hop| move_tag::<L>(t, *hop, shard)) {
+            Shard::bump(&shard.paths[len]);
+            return true;
+        }
+        Shard::bump(&shard.stale_paths);
+    }
+}
+
+/// Breadth-first search for the nearest empty lane from `i1`/`i2`. Writes
+/// the path into `hops` in commit order (far end first) and returns its
+/// length, or `None` if the bounded search finds no room.
+pub(crate) fn search<L: Layout>(t: &Table, i1: usize, i2: usize, hops: &mut [Hop; MAX_DEPTH]) -> Option<usize> {
+    let geo = t.geometry();
+    let mut nodes = [Node::default(); MAX_NODES];
+    for (k, root) in [i1, i2].into_iter().enumerate() {
+        nodes[k] = Node {
+            bucket: root,
+            parent: NO_PARENT,
+            tag: 0,
+            depth: 0,
+        };
+    }
+    let mut len = 2;
+    let mut head = 0;
+    while head < len {
+        let node = nodes[head];
+        // Acquire: a snapshot for planning only; every hop re-validates
+        // under its stripe before it writes.
+        let word = t.word(node.bucket).load(Ordering::Acquire);
+        if bucket::has_empty::<L>(word) {
+            return Some(trace(&nodes, head, hops));
+        }
+        if (node.depth as usize) < MAX_DEPTH {
+            // Moving a tag straight back where it came from is never useful.
+            let back = match node.parent {
+                NO_PARENT => usize::MAX,
+                p => nodes[p as usize].bucket,
+            };
+            for lane in 0..L::LANES {
+                if len == MAX_NODES {
+                    break;
+                }
+                let tag = bucket::lane::<L>(word, lane);
+                let child = geo.alt(node.bucket, tag);
+                if child != back {
+                    nodes[len] = Node {
+                        bucket: child,
+                        parent: head as u16,
+                        tag: tag as u16,
+                        depth: node.depth + 1,
+                    };
+                    len += 1;
+                }
+            }
+        }
+        head += 1;
+    }
+    None
+}
+
+/// Walks from node `end` back to its root, writing hops far end first.
+fn trace(nodes: &[Node], end: usize, hops: &mut [Hop; MAX_DEPTH]) -> usize {
+    let mut len = 0;
+    let mut at = end;
+    while nodes[at].parent != NO_PARENT {
+        let parent = nodes[at].parent as usize;
+        hops[len] = Hop {
+            src: nodes[parent].bucket,
+            dst: nodes[at].bucket,
+            tag: u64::from(nodes[at].tag),
+        };
+        len += 1;
+        at = parent;
+    }
+    len
+}
+
+/// Commits one hop under the pair's stripe: copy into `dst`, then clear
+/// from `src`. Returns `false`, having changed nothing, if the hop is stale.
+pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
+    let Hop { src, dst, tag } = hop;
+    debug_assert_eq!(t.geometry().alt(src, tag), dst);
+    let _lock = StripeLock::acquire(t.stripe(src, dst));
+
+    #[cfg(loom)]
+    if t.canary == crate::loom_support::Canary::RemoveBeforeCopy {
+        // Deliberately broken order, for the loom canary: the tag is in
+        // neither bucket between these two CASes.
+        if !take::<L>(t.word(src), tag, shard) {
+            return false;
+        }
+        return super::ops::put::<L>(t.word(dst), tag, shard);
+    }
+
+    // Copy first. Under the stripe no other writer can move or remove this
+    // tag, so "src holds it" stays true once checked; only room in `dst`
+    // can be lost to a racing plain insert.
+    let mut dst_word = t.word(dst).load(Ordering::Acquire);
+    loop {
+        let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
+            return false;
+        };
+        if !bucket::contains::<L>(t.word(src).load(Ordering::Acquire), tag) {
+            return false;
+        }
+        // AcqRel: Release publishes the copy before the source is cleared
+        // (the clearing CAS is later in this thread and also Release).
+        match t.word(dst).compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(seen) => {
+                Shard::bump(&shard.cas_retries);
+                dst_word = seen;
+            }
+        }
+    }
+    // Then clear the source. Its Release half is what a validating reader
+    // synchronises with when it sees the tag gone, and program order puts
+    // the odd stripe version before it.
+    if !take::<L>(t.word(src), tag, shard) {
+        // Only `clear()` can empty `src` while we hold the stripe; undo the
+        // copy so a cleared filter does not grow a tag back.
+        take::<L>(t.word(dst), tag, shard);
+        return false;
+    }
+    Shard::bump(&shard.displacements);
+    true
+}

@@ -1,0 +1,154 @@
+//! One table: the bucket words, their version stripes, and their geometry.
+//!
+//! # Version stripes
+//!
+//! `stripes[s]` is a seqlock-style version per group of bucket *pairs*
+//! (`s = min(i, j) mod stripes`). Writers that must exclude each other on a
+//! pair (a displacement hop, `remove`, `insert_unique`) take it by moving it
+//! from even to odd and release it by storing the next even value. Readers
+//! never write it: they read it before and after their two bucket loads to
+//! validate a negative answer.
+
+use super::geometry::Geometry;
+use super::words::{AllocError, Words};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+
+/// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
+/// stay in cache next to the buckets, many enough that writers on 2-8
+/// threads rarely share one.
+#[cfg(not(loom))]
+const MAX_STRIPES: usize = 4096;
+#[cfg(loom)]
+const MAX_STRIPES: usize = 2;
+
+/// The buckets and stripes of one filter generation.
+pub(crate) struct Table {
+    words: Words,
+    stripes: Box<[AtomicU64]>,
+    stripe_mask: usize,
+    geo: Geometry,
+    /// A deliberately broken protocol, for the loom canaries only.
+    #[cfg(loom)]
+    pub(crate) canary: crate::loom_support::Canary,
+}
+
+impl Table {
+    /// A zeroed table with the buckets of `geo`.
+    pub(crate) fn new(geo: Geometry) -> Result<Table, AllocError> {
+        let buckets = usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
+        let words = Words::zeroed(buckets)?;
+        let stripe_count = buckets.next_power_of_two().min(MAX_STRIPES);
+        let mut stripes = Vec::new();
+        stripes
+            .try_reserve_exact(stripe_count)
+            .map_err(|_| AllocError { bytes: stripe_count * 8 })?;
+        stripes.extend((0..stripe_count).map(|_| AtomicU64::new(0)));
+        Ok(Table {
+            words,
+            stripes: stripes.into_boxed_slice(),
+            stripe_mask: stripe_count - 1,
+            geo,
+            #[cfg(loom)]
+            canary: crate::loom_support::Canary::None,
+        })
+    }
+
+    /// Number of bucket words.
+    #[inline(always)]
+    pub(crate) fn buckets(&self) -> usize {
+        self.words.as_slice().len()
+    }
+
+    /// Bytes of bucket words (the stripes are a fixed 32 KiB at most).
+    pub(crate) fn bytes(&self) -> usize {
+        self.buckets() * std::mem::size_of::<u64>()
+    }
+
+    #[inline(always)]
+    pub(crate) fn word(&self, bucket: usize) -> &AtomicU64 {
+        // Bucket indices come from `locate`/`alt`, always `< buckets()`;
+        // the bounds check stays as a guard and is nearly free.
+        &self.words.as_slice()[bucket]
+    }
+
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        self.words.as_slice()
+    }
+
+    /// How hashes map to tags and buckets in this table.
+    #[inline(always)]
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The version stripe guarding the pair `{i, j}` (symmetric).
+    #[inline(always)]
+    pub(crate) fn stripe(&self, i: usize, j: usize) -> &AtomicU64 {
+        &self.stripes[i.min(j) & self.stripe_mask]
+    }
+
+    /// Number of version stripes.
+    pub(crate) fn stripe_count(&self) -> usize {
+        self.stripes.len()
+    }
+
+}
+
+/// Exclusive hold of a version stripe; released (to the next even version)
+/// on drop.
+pub(crate) struct StripeLock<'t> {
+    stripe: &'t AtomicU64,
+    locked: u64,
+}
+
+impl<'t> StripeLock<'t> {
+    /// Takes `stripe`, waiting while another writer holds it. Callers hold
+    /// at most one stripe at a time, so waiting cannot deadlock.
+    #[inline]
+    pub(crate) fn acquire(stripe: &'t AtomicU64) -> Self {
+        let mut backoff = Backoff::default();
+        loop {
+            // Relaxed: only a hint; the CAS below carries the ordering.
+            let v = stripe.load(Ordering::Relaxed);
+            if v & 1 == 0 {
+                // Acquire: pairs with the Release store in `drop` of the
+                // previous holder, so its bucket writes are visible to the
+                // checks this holder makes under the stripe.
+                if stripe
+                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return StripeLock { stripe, locked: v + 1 };
+                }
+            }
+            backoff.snooze();
+        }
+    }
+}
+
+impl Drop for StripeLock<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Release: pairs with the Acquire of the next `acquire` and with the
+        // Acquire first-version load of a validating reader, which then sees
+        // every bucket write made under this hold.
+        self.stripe.store(self.locked + 1, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stripe_lock_is_exclusive_and_versions_advance() {
+        let t = Table::new(Geometry::new(64, 0)).unwrap();
+        let s = t.stripe(3, 9);
+        assert!(std::ptr::eq(s, t.stripe(9, 3)), "stripe is symmetric");
+        {
+            let _g = StripeLock::acquire(s);
+            assert_eq!(s.load(Ordering::Relaxed), 1, "held stripe is odd");
+        }
+        assert_eq!(s.load(Ordering::Relaxed), 2, "released stripe is the next even");
+    }
+}

@@ -1,0 +1,51 @@
+//! The one place koel takes its atomics, spin hints and epoch collector from.
+//!
+//! Under `cfg(loom)` everything comes from `loom` (and `crossbeam-epoch` is
+//! built with `--cfg crossbeam_loom`, so its table pointer is modelled too);
+//! otherwise from `std`. No other module imports `std::sync::atomic`.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+
+pub(crate) use crossbeam_epoch as epoch;
+
+/// Statistics counters that no protocol reads: always `std` atomics, so loom
+/// does not spend its interleavings on them.
+pub(crate) use std::sync::atomic::{AtomicI64 as StatI64, AtomicU64 as StatU64};
+
+/// Backs off inside a retry loop: a CPU spin hint at first, then yielding
+/// the time slice so an oversubscribed lock holder can run. Under loom every
+/// call yields, so the model checker can schedule the thread we wait on.
+#[derive(Default)]
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// Spins below this many steps, yields at and above it.
+    #[cfg(not(loom))]
+    const YIELD_AFTER: u32 = 6;
+
+    #[inline]
+    pub(crate) fn snooze(&mut self) {
+        #[cfg(loom)]
+        {
+            self.step += 1;
+            loom::thread::yield_now();
+        }
+        #[cfg(not(loom))]
+        {
+            if self.step < Self::YIELD_AFTER {
+                for _ in 0..(1u32 << self.step) {
+                    std::hint::spin_loop();
+                }
+                self.step += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
