@@ -52,8 +52,8 @@ impl LayoutKind {
     /// the first insert fails, so `capacity` items always fit.
     pub(crate) fn sizing_load(self) -> f64 {
         match self {
-            LayoutKind::Tags16x4 => 0.94,
-            LayoutKind::Tags12x5 => 0.95,
+            LayoutKind::Tags16x4 => 0.95,
+            LayoutKind::Tags12x5 => 0.96,
         }
     }
 }

@@ -71,6 +71,23 @@ impl Table {
         &self.words.as_slice()[bucket]
     }
 
+    /// Hints the CPU to start loading bucket `bucket` into cache.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, bucket: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        if let Some(word) = self.words.as_slice().get(bucket) {
+            // SAFETY: SSE is part of the x86_64 baseline, and a prefetch of
+            // a valid address has no architectural effect.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    (word as *const AtomicU64).cast(),
+                )
+            };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = bucket;
+    }
+
     pub(crate) fn words(&self) -> &[AtomicU64] {
         self.words.as_slice()
     }
