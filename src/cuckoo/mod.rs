@@ -173,6 +173,14 @@ impl CuckooFilter {
         self.hasher.hash(key)
     }
 
+    /// The tag and the two candidate buckets of a hash in the current table:
+    /// what a sequential reference model needs to mirror the filter exactly.
+    /// Not a stable API.
+    #[doc(hidden)]
+    pub fn placement(&self, hash: u64) -> (u64, usize, usize) {
+        self.with_table(|t| with_layout!(self, L => t.geometry().locate::<L>(hash)))
+    }
+
     /// Adds one copy of `key`.
     ///
     /// Lock-free when a candidate bucket has room (one CAS); otherwise it

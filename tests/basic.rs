@@ -1,0 +1,254 @@
+//! Single-threaded behaviour: builder validation, the multiset semantics,
+//! `clear`, `Full`, and a differential test against a sequential model.
+
+mod common;
+
+use common::{Keys, MATRIX};
+use koel::{BuildError, CuckooFilter, InsertError};
+use std::collections::HashMap;
+
+#[test]
+fn builder_rejects_bad_settings_with_errors() {
+    assert_eq!(CuckooFilter::builder().capacity(0).build().unwrap_err(), BuildError::ZeroCapacity);
+    for bits in [0, 8, 13, 32, 64] {
+        assert_eq!(
+            CuckooFilter::builder().fingerprint_bits(bits).build().unwrap_err(),
+            BuildError::UnsupportedFingerprintBits(bits)
+        );
+    }
+    for bits in [16, 12] {
+        match CuckooFilter::builder().capacity(usize::MAX).fingerprint_bits(bits).build() {
+            Err(BuildError::CapacityTooLarge { requested, max }) => {
+                assert_eq!(requested, usize::MAX);
+                assert!(max > 15_000_000_000, "max {max}");
+            }
+            other => panic!("expected CapacityTooLarge, got {other:?}"),
+        }
+    }
+    // Every error explains itself.
+    let msg = CuckooFilter::builder().fingerprint_bits(9).build().unwrap_err().to_string();
+    assert!(msg.contains("16") && msg.contains("12"), "{msg}");
+}
+
+#[test]
+fn allocation_failure_is_an_error_not_an_abort() {
+    // A table larger than memory plus swap: with the kernel's heuristic or
+    // strict overcommit the allocation is refused, and koel must say so.
+    let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib = |field: &str| -> Option<u64> {
+        meminfo
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+    };
+    let (Some(mem), Some(swap)) = (kib("MemTotal:"), kib("SwapTotal:")) else {
+        eprintln!("skipped: no /proc/meminfo");
+        return;
+    };
+    let table_bytes: u64 = 32 << 30; // 2^32 buckets of 8 bytes
+    if mode.trim() == "1" || (mem + swap) * 1024 >= table_bytes {
+        eprintln!("skipped: this machine would grant a 32 GiB allocation");
+        return;
+    }
+    let capacity = 16_000_000_000usize; // needs close to 2^32 buckets
+    match CuckooFilter::builder().capacity(capacity).build() {
+        Err(BuildError::AllocationFailed { bytes }) => assert!(bytes > 30 << 30),
+        other => panic!("expected AllocationFailed, got {other:?}"),
+    }
+}
+
+#[test]
+#[should_panic(expected = "with_capacity(0)")]
+fn with_capacity_panics_on_zero_like_vec() {
+    let _ = CuckooFilter::with_capacity(0);
+}
+
+#[test]
+fn capacity_is_sized_exactly_not_rounded_to_a_power_of_two() {
+    for (items, bits) in [(1_000_000usize, 16u32), (3_000_000, 16), (1_000_000, 12)] {
+        let f = CuckooFilter::builder().capacity(items).fingerprint_bits(bits).build().unwrap();
+        let slots = f.capacity() as f64;
+        assert!(slots >= items as f64, "{slots} slots for {items} items");
+        assert!(slots < items as f64 * 1.07, "{slots} slots for {items} items: oversized");
+    }
+}
+
+#[test]
+fn multiset_insert_count_remove() {
+    for cfg in MATRIX {
+        let f = cfg.build(1);
+        for copies in 1..=3 {
+            f.insert("k").unwrap();
+            assert_eq!(f.count("k"), copies, "{}", cfg.name);
+        }
+        assert_eq!(f.len(), 3);
+        assert!(f.remove("k"));
+        assert_eq!(f.count("k"), 2);
+        assert!(f.remove("k") && f.remove("k"));
+        assert_eq!(f.count("k"), 0);
+        assert!(!f.contains("k"));
+        assert!(!f.remove("k"), "{}: nothing left to remove", cfg.name);
+        assert!(f.is_empty());
+    }
+}
+
+#[test]
+fn insert_unique_reports_presence() {
+    for cfg in MATRIX {
+        let f = cfg.build(2);
+        assert_eq!(f.insert_unique(&42u64), Ok(true));
+        assert_eq!(f.insert_unique(&42u64), Ok(false));
+        assert_eq!(f.count(&42u64), 1);
+        f.insert(&42u64).unwrap();
+        assert_eq!(f.insert_unique(&42u64), Ok(false));
+        assert_eq!(f.count(&42u64), 2);
+        assert_eq!(f.len(), 2, "{}", cfg.name);
+    }
+}
+
+#[test]
+fn hash_variants_agree_with_key_methods() {
+    let f = CuckooFilter::builder().capacity(1000).seed(9).build().unwrap();
+    let h = f.hash("key");
+    f.insert_hash(h).unwrap();
+    assert!(f.contains("key"));
+    assert_eq!(f.count_hash(h), 1);
+    assert_eq!(f.insert_unique_hash(h), Ok(false));
+    assert!(f.remove("key"));
+    assert!(!f.contains_hash(h));
+    // A fixed seed fixes the hash; another seed changes it.
+    let same = CuckooFilter::builder().capacity(1000).seed(9).build().unwrap();
+    let other = CuckooFilter::builder().capacity(1000).seed(10).build().unwrap();
+    assert_eq!(same.hash("key"), h);
+    assert_ne!(other.hash("key"), h);
+    assert_eq!(same.seed(), 9);
+}
+
+#[test]
+fn clear_empties_the_filter() {
+    for cfg in MATRIX {
+        let f = cfg.build(3);
+        let n = f.capacity() / 2;
+        for k in Keys(5).take(n) {
+            f.insert(&k).unwrap();
+        }
+        assert_eq!(f.len(), n);
+        f.clear();
+        assert_eq!(f.len(), 0);
+        assert_eq!(f.stats().occupied_slots, 0);
+        assert!(Keys(5).take(n).all(|k| !f.contains(&k)), "{}", cfg.name);
+        // And it is fully usable again.
+        for k in Keys(6).take(n) {
+            f.insert(&k).unwrap();
+        }
+        assert!(Keys(6).take(n).all(|k| f.contains(&k)));
+    }
+}
+
+#[test]
+fn full_table_refuses_and_changes_nothing() {
+    for cfg in MATRIX {
+        let f = cfg.build(4);
+        let mut inserted = Vec::new();
+        let mut keys = Keys(7);
+        let refused = loop {
+            let k = keys.next().unwrap();
+            match f.insert(&k) {
+                Ok(()) => inserted.push(k),
+                Err(e) => break (k, e),
+            }
+        };
+        assert_eq!(refused.1, InsertError::Full);
+        let before = f.stats();
+        // More refused inserts (of the same and of other keys) change nothing.
+        let mut refusals = 1;
+        for k in std::iter::once(refused.0).chain(keys.take(200)) {
+            if f.insert(&k).is_err() {
+                refusals += 1;
+            } else {
+                inserted.push(k);
+            }
+        }
+        let after = f.stats();
+        assert_eq!(after.len, inserted.len(), "{}", cfg.name);
+        assert_eq!(after.occupied_slots, inserted.len());
+        assert_eq!(after.insert_failures, refusals);
+        assert!(before.len <= after.len);
+        assert!(inserted.iter().all(|k| f.contains(k)), "{}: an item was lost", cfg.name);
+    }
+}
+
+/// The filter's state as the paper defines it: a multiset of (tag, bucket
+/// pair). Two keys with the same tag that share a bucket share both buckets
+/// (the alternate is a function of bucket and tag), so this model predicts
+/// every answer exactly.
+#[derive(Default)]
+struct Model {
+    copies: HashMap<(u64, usize), usize>,
+}
+
+impl Model {
+    fn slot(f: &CuckooFilter, key: u64) -> (u64, usize) {
+        let (tag, i1, i2) = f.placement(f.hash(&key));
+        (tag, i1.min(i2))
+    }
+    fn count(&self, f: &CuckooFilter, key: u64) -> usize {
+        self.copies.get(&Self::slot(f, key)).copied().unwrap_or(0)
+    }
+}
+
+#[test]
+fn random_operations_match_a_sequential_model() {
+    for cfg in MATRIX {
+        for seed in 0..20u64 {
+            let f = cfg.build(seed);
+            let mut model = Model::default();
+            let mut len = 0usize;
+            // Few distinct keys, many operations: duplicates, removes of
+            // present and absent keys, and a table driven to Full.
+            let universe = (f.capacity() as u64 * 3 / 2).max(8);
+            let mut rng = Keys(seed * 1000 + 17);
+            for _ in 0..(f.capacity() * 6).min(60_000) {
+                let r = rng.next().unwrap();
+                let key = (r >> 8) % universe;
+                let slot = Model::slot(&f, key);
+                match r % 8 {
+                    0..=2 => match f.insert(&key) {
+                        Ok(()) => {
+                            *model.copies.entry(slot).or_default() += 1;
+                            len += 1;
+                        }
+                        Err(InsertError::Full) => {}
+                        Err(e) => panic!("{e}"),
+                    },
+                    3 => match f.insert_unique(&key) {
+                        Ok(true) => {
+                            assert_eq!(model.count(&f, key), 0, "{}: unique insert of a present key", cfg.name);
+                            *model.copies.entry(slot).or_default() += 1;
+                            len += 1;
+                        }
+                        Ok(false) => assert!(model.count(&f, key) > 0, "{}: presence invented", cfg.name),
+                        Err(_) => assert_eq!(model.count(&f, key), 0),
+                    },
+                    4 | 5 => {
+                        let expect = model.count(&f, key) > 0;
+                        assert_eq!(f.remove(&key), expect, "{} seed {seed}: remove", cfg.name);
+                        if expect {
+                            *model.copies.get_mut(&slot).unwrap() -= 1;
+                            len -= 1;
+                        }
+                    }
+                    6 => assert_eq!(f.count(&key), model.count(&f, key), "{} seed {seed}: count", cfg.name),
+                    _ => assert_eq!(f.contains(&key), model.count(&f, key) > 0, "{} seed {seed}: contains", cfg.name),
+                }
+                assert_eq!(f.len(), len, "{} seed {seed}: len must be exact", cfg.name);
+            }
+            assert_eq!(f.stats().occupied_slots, len);
+            for key in 0..universe {
+                assert_eq!(f.count(&key), model.count(&f, key), "{} seed {seed}: final count", cfg.name);
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Shared test support: the configuration matrix and key generators.
+#![allow(dead_code)]
+
+use koel::CuckooFilter;
+
+/// One filter configuration of the test matrix.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub name: &'static str,
+    pub capacity: usize,
+    pub fingerprint_bits: u32,
+}
+
+/// The matrix: a tiny table (one minimum-size region), the default layout,
+/// and the compact layout.
+pub const MATRIX: [Config; 3] = [
+    Config {
+        name: "tiny",
+        capacity: 1,
+        fingerprint_bits: 16,
+    },
+    Config {
+        name: "default",
+        capacity: 20_000,
+        fingerprint_bits: 16,
+    },
+    Config {
+        name: "compact",
+        capacity: 20_000,
+        fingerprint_bits: 12,
+    },
+];
+
+impl Config {
+    pub fn build(&self, seed: u64) -> CuckooFilter {
+        CuckooFilter::builder()
+            .capacity(self.capacity)
+            .fingerprint_bits(self.fingerprint_bits)
+            .seed(seed)
+            .build()
+            .expect("test configuration builds")
+    }
+}
+
+/// SplitMix64: a fast, seedable stream of well-mixed u64 keys.
+pub struct Keys(pub u64);
+
+impl Iterator for Keys {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Some(z ^ (z >> 31))
+    }
+}
+
+/// Number of threads for stress tests: oversubscribe the machine's cores.
+pub fn stress_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * 3).max(6)
+}

@@ -1,0 +1,93 @@
+//! Statistical properties at the documented loads: the load a table reaches
+//! before its first `Full`, the false-positive rate, and bits per item.
+
+mod common;
+
+use common::Keys;
+use koel::CuckooFilter;
+
+fn build(capacity: usize, bits: u32, seed: u64) -> CuckooFilter {
+    CuckooFilter::builder().capacity(capacity).fingerprint_bits(bits).seed(seed).build().unwrap()
+}
+
+/// Inserts fresh keys until the first `Full`; returns the load reached.
+fn load_at_first_full(f: &CuckooFilter, seed: u64) -> f64 {
+    for k in Keys(seed) {
+        if f.insert(&k).is_err() {
+            break;
+        }
+    }
+    f.len() as f64 / f.capacity() as f64
+}
+
+#[test]
+fn four_tag_buckets_fill_past_95_percent_before_the_first_full() {
+    for seed in [1, 2] {
+        let f = build(1_000_000, 16, seed);
+        let load = load_at_first_full(&f, seed);
+        assert!(load >= 0.95, "first Full at load {load:.4}");
+        assert!(f.len() >= 1_000_000, "requested capacity must fit: {}", f.len());
+    }
+}
+
+#[test]
+fn five_tag_buckets_fill_past_96_percent_before_the_first_full() {
+    for seed in [3, 4] {
+        let f = build(1_000_000, 12, seed);
+        let load = load_at_first_full(&f, seed);
+        assert!(load >= 0.96, "first Full at load {load:.4}");
+        assert!(f.len() >= 1_000_000, "requested capacity must fit: {}", f.len());
+    }
+}
+
+/// Fills to `target` load, then probes 4M keys never inserted.
+fn measure_fpr(bits: u32, target: f64) -> (f64, f64, f64) {
+    let f = build(1_000_000, bits, 11);
+    let items = (f.capacity() as f64 * target) as usize;
+    for k in Keys(100).take(items) {
+        f.insert(&k).unwrap();
+    }
+    // Keys(200) never meets Keys(100) in 5M draws (distinct u64 streams).
+    let probes = 4_000_000;
+    let hits = Keys(200).take(probes).filter(|k| f.contains(k)).count();
+    let stats = f.stats();
+    (hits as f64 / probes as f64, stats.bits_per_item(), stats.load_factor)
+}
+
+fn check_layout(bits: u32, lanes: f64) {
+    let (fpr, bits_per_item, load) = measure_fpr(bits, 0.95);
+    assert!(load >= 0.93, "load {load}");
+    let nominal = 2.0 * lanes / 2f64.powi(bits as i32);
+    let ratio = fpr / nominal;
+    assert!((1.0 / 1.3..=1.3).contains(&ratio), "{bits}-bit FPR {fpr:.3e} is {ratio:.2}x of nominal {nominal:.3e}");
+    let ideal_bits = bits as f64 / load;
+    let over = bits_per_item / ideal_bits;
+    assert!((0.9..=1.1).contains(&over), "{bits}-bit: {bits_per_item:.2} bits/item vs w/load {ideal_bits:.2}");
+    eprintln!("{bits}-bit: FPR {fpr:.3e} ({ratio:.2}x nominal), {bits_per_item:.2} bits/item at load {load:.3}");
+}
+
+#[test]
+fn default_layout_fpr_and_bits_per_item_at_95_percent_load() {
+    check_layout(16, 4.0);
+}
+
+#[test]
+fn compact_layout_fpr_and_bits_per_item_at_95_percent_load() {
+    check_layout(12, 5.0);
+}
+
+#[test]
+fn reported_fpr_estimate_matches_measurement() {
+    for bits in [16, 12] {
+        let f = build(500_000, bits, 5);
+        let items = f.capacity() * 94 / 100;
+        for k in Keys(300).take(items) {
+            f.insert(&k).unwrap();
+        }
+        let probes = 2_000_000;
+        let measured = Keys(400).take(probes).filter(|k| f.contains(k)).count() as f64 / probes as f64;
+        let estimate = f.stats().false_positive_rate;
+        let ratio = measured / estimate;
+        assert!((1.0 / 1.3..=1.3).contains(&ratio), "{bits}-bit: measured {measured:.3e}, stats() says {estimate:.3e}");
+    }
+}
