@@ -9,15 +9,25 @@ use std::collections::HashMap;
 
 #[test]
 fn builder_rejects_bad_settings_with_errors() {
-    assert_eq!(CuckooFilter::builder().capacity(0).build().unwrap_err(), BuildError::ZeroCapacity);
+    assert_eq!(
+        CuckooFilter::builder().capacity(0).build().unwrap_err(),
+        BuildError::ZeroCapacity
+    );
     for bits in [0, 8, 13, 32, 64] {
         assert_eq!(
-            CuckooFilter::builder().fingerprint_bits(bits).build().unwrap_err(),
+            CuckooFilter::builder()
+                .fingerprint_bits(bits)
+                .build()
+                .unwrap_err(),
             BuildError::UnsupportedFingerprintBits(bits)
         );
     }
     for bits in [16, 12] {
-        match CuckooFilter::builder().capacity(usize::MAX).fingerprint_bits(bits).build() {
+        match CuckooFilter::builder()
+            .capacity(usize::MAX)
+            .fingerprint_bits(bits)
+            .build()
+        {
             Err(BuildError::CapacityTooLarge { requested, max }) => {
                 assert_eq!(requested, usize::MAX);
                 assert!(max > 15_000_000_000, "max {max}");
@@ -26,7 +36,11 @@ fn builder_rejects_bad_settings_with_errors() {
         }
     }
     // Every error explains itself.
-    let msg = CuckooFilter::builder().fingerprint_bits(9).build().unwrap_err().to_string();
+    let msg = CuckooFilter::builder()
+        .fingerprint_bits(9)
+        .build()
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("16") && msg.contains("12"), "{msg}");
 }
 
@@ -68,10 +82,17 @@ fn with_capacity_panics_on_zero_like_vec() {
 #[test]
 fn capacity_is_sized_exactly_not_rounded_to_a_power_of_two() {
     for (items, bits) in [(1_000_000usize, 16u32), (3_000_000, 16), (1_000_000, 12)] {
-        let f = CuckooFilter::builder().capacity(items).fingerprint_bits(bits).build().unwrap();
+        let f = CuckooFilter::builder()
+            .capacity(items)
+            .fingerprint_bits(bits)
+            .build()
+            .unwrap();
         let slots = f.capacity() as f64;
         assert!(slots >= items as f64, "{slots} slots for {items} items");
-        assert!(slots < items as f64 * 1.07, "{slots} slots for {items} items: oversized");
+        assert!(
+            slots < items as f64 * 1.07,
+            "{slots} slots for {items} items: oversized"
+        );
     }
 }
 
@@ -110,7 +131,11 @@ fn insert_unique_reports_presence() {
 
 #[test]
 fn hash_variants_agree_with_key_methods() {
-    let f = CuckooFilter::builder().capacity(1000).seed(9).build().unwrap();
+    let f = CuckooFilter::builder()
+        .capacity(1000)
+        .seed(9)
+        .build()
+        .unwrap();
     let h = f.hash("key");
     f.insert_hash(h).unwrap();
     assert!(f.contains("key"));
@@ -119,8 +144,16 @@ fn hash_variants_agree_with_key_methods() {
     assert!(f.remove("key"));
     assert!(!f.contains_hash(h));
     // A fixed seed fixes the hash; another seed changes it.
-    let same = CuckooFilter::builder().capacity(1000).seed(9).build().unwrap();
-    let other = CuckooFilter::builder().capacity(1000).seed(10).build().unwrap();
+    let same = CuckooFilter::builder()
+        .capacity(1000)
+        .seed(9)
+        .build()
+        .unwrap();
+    let other = CuckooFilter::builder()
+        .capacity(1000)
+        .seed(10)
+        .build()
+        .unwrap();
     assert_eq!(same.hash("key"), h);
     assert_ne!(other.hash("key"), h);
     assert_eq!(same.seed(), 9);
@@ -176,7 +209,11 @@ fn full_table_refuses_and_changes_nothing() {
         assert_eq!(after.occupied_slots, inserted.len());
         assert_eq!(after.insert_failures, refusals);
         assert!(before.len <= after.len);
-        assert!(inserted.iter().all(|k| f.contains(k)), "{}: an item was lost", cfg.name);
+        assert!(
+            inserted.iter().all(|k| f.contains(k)),
+            "{}: an item was lost",
+            cfg.name
+        );
     }
 }
 
@@ -225,11 +262,18 @@ fn random_operations_match_a_sequential_model() {
                     },
                     3 => match f.insert_unique(&key) {
                         Ok(true) => {
-                            assert_eq!(model.count(&f, key), 0, "{}: unique insert of a present key", cfg.name);
+                            assert_eq!(
+                                model.count(&f, key),
+                                0,
+                                "{}: unique insert of a present key",
+                                cfg.name
+                            );
                             *model.copies.entry(slot).or_default() += 1;
                             len += 1;
                         }
-                        Ok(false) => assert!(model.count(&f, key) > 0, "{}: presence invented", cfg.name),
+                        Ok(false) => {
+                            assert!(model.count(&f, key) > 0, "{}: presence invented", cfg.name)
+                        }
                         Err(_) => assert_eq!(model.count(&f, key), 0),
                     },
                     4 | 5 => {
@@ -240,14 +284,29 @@ fn random_operations_match_a_sequential_model() {
                             len -= 1;
                         }
                     }
-                    6 => assert_eq!(f.count(&key), model.count(&f, key), "{} seed {seed}: count", cfg.name),
-                    _ => assert_eq!(f.contains(&key), model.count(&f, key) > 0, "{} seed {seed}: contains", cfg.name),
+                    6 => assert_eq!(
+                        f.count(&key),
+                        model.count(&f, key),
+                        "{} seed {seed}: count",
+                        cfg.name
+                    ),
+                    _ => assert_eq!(
+                        f.contains(&key),
+                        model.count(&f, key) > 0,
+                        "{} seed {seed}: contains",
+                        cfg.name
+                    ),
                 }
                 assert_eq!(f.len(), len, "{} seed {seed}: len must be exact", cfg.name);
             }
             assert_eq!(f.stats().occupied_slots, len);
             for key in 0..universe {
-                assert_eq!(f.count(&key), model.count(&f, key), "{} seed {seed}: final count", cfg.name);
+                assert_eq!(
+                    f.count(&key),
+                    model.count(&f, key),
+                    "{} seed {seed}: final count",
+                    cfg.name
+                );
             }
         }
     }

@@ -20,7 +20,11 @@ fn key(w: usize, i: u64) -> u64 {
 fn readers_never_miss_an_acknowledged_key_while_writers_fill_to_94_percent() {
     // Three rounds per layout: a race that a round misses, another may hit.
     for bits in [16, 16, 16, 12, 12, 12] {
-        let f = CuckooFilter::builder().capacity(1_000_000).fingerprint_bits(bits).build().unwrap();
+        let f = CuckooFilter::builder()
+            .capacity(1_000_000)
+            .fingerprint_bits(bits)
+            .build()
+            .unwrap();
         let writers = stress_threads() / 2;
         let readers = stress_threads() - writers;
         let per_writer = (f.capacity() as f64 * 0.94) as u64 / writers as u64;
@@ -53,15 +57,24 @@ fn readers_never_miss_an_acknowledged_key_while_writers_fill_to_94_percent() {
                         }
                         // Recently acknowledged keys are the ones most likely
                         // to be mid-displacement: probe them half the time.
-                        let i = if x & 1 == 0 { upto - 1 - (x >> 8) % upto.min(64) } else { (x >> 8) % upto };
-                        assert!(f.contains(&key(w, i)), "false negative: writer {w} key {i} ({bits}-bit)");
+                        let i = if x & 1 == 0 {
+                            upto - 1 - (x >> 8) % upto.min(64)
+                        } else {
+                            (x >> 8) % upto
+                        };
+                        assert!(
+                            f.contains(&key(w, i)),
+                            "false negative: writer {w} key {i} ({bits}-bit)"
+                        );
                         n += 1;
                     }
                     checks.fetch_add(n, Ordering::Relaxed);
                 });
             }
             // The scope joins writers first only if we wait for them: poll.
-            while acked.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>() < per_writer * writers as u64 {
+            while acked.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>()
+                < per_writer * writers as u64
+            {
                 thread::yield_now();
             }
             done.store(true, Ordering::Relaxed);
@@ -69,7 +82,10 @@ fn readers_never_miss_an_acknowledged_key_while_writers_fill_to_94_percent() {
         let stats = f.stats();
         assert_eq!(f.len() as u64, per_writer * writers as u64);
         assert!(f.load_factor() >= 0.93, "reached load {}", f.load_factor());
-        assert!(stats.displacements > 1000, "the test must exercise displacement: {stats:?}");
+        assert!(
+            stats.displacements > 1000,
+            "the test must exercise displacement: {stats:?}"
+        );
         assert!(checks.load(Ordering::Relaxed) > 10_000);
         for w in 0..writers {
             assert!((0..per_writer).all(|i| f.contains(&key(w, i))));
@@ -110,7 +126,10 @@ fn removers_racing_displacements_lose_nothing_and_len_is_exact() {
                         continue;
                     }
                     state[i].store(REMOVING, Ordering::Release);
-                    assert!(f.remove(k), "key {i} of A was present and owned by this remover");
+                    assert!(
+                        f.remove(k),
+                        "key {i} of A was present and owned by this remover"
+                    );
                     state[i].store(REMOVED, Ordering::Release);
                     removed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -147,10 +166,27 @@ fn removers_racing_displacements_lose_nothing_and_len_is_exact() {
         }
     });
     let removed = removed.load(Ordering::Relaxed) as usize;
-    assert_eq!(f.len(), a_len + b_len - removed, "len must be exact after the race");
-    assert_eq!(f.stats().occupied_slots, f.len(), "every removed copy is gone, none came back");
-    assert!(b.iter().all(|k| f.contains(k)), "a concurrently inserted key was lost");
-    assert!(a.iter().enumerate().filter(|(i, _)| i % 4 == 3).all(|(_, k)| f.contains(k)), "a kept key of A was lost");
+    assert_eq!(
+        f.len(),
+        a_len + b_len - removed,
+        "len must be exact after the race"
+    );
+    assert_eq!(
+        f.stats().occupied_slots,
+        f.len(),
+        "every removed copy is gone, none came back"
+    );
+    assert!(
+        b.iter().all(|k| f.contains(k)),
+        "a concurrently inserted key was lost"
+    );
+    assert!(
+        a.iter()
+            .enumerate()
+            .filter(|(i, _)| i % 4 == 3)
+            .all(|(_, k)| f.contains(k)),
+        "a kept key of A was lost"
+    );
     assert!(f.stats().displacements > 1000);
 }
 

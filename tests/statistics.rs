@@ -7,7 +7,12 @@ use common::Keys;
 use koel::CuckooFilter;
 
 fn build(capacity: usize, bits: u32, seed: u64) -> CuckooFilter {
-    CuckooFilter::builder().capacity(capacity).fingerprint_bits(bits).seed(seed).build().unwrap()
+    CuckooFilter::builder()
+        .capacity(capacity)
+        .fingerprint_bits(bits)
+        .seed(seed)
+        .build()
+        .unwrap()
 }
 
 /// Inserts fresh keys until the first `Full`; returns the load reached.
@@ -26,7 +31,11 @@ fn four_tag_buckets_fill_past_95_percent_before_the_first_full() {
         let f = build(1_000_000, 16, seed);
         let load = load_at_first_full(&f, seed);
         assert!(load >= 0.95, "first Full at load {load:.4}");
-        assert!(f.len() >= 1_000_000, "requested capacity must fit: {}", f.len());
+        assert!(
+            f.len() >= 1_000_000,
+            "requested capacity must fit: {}",
+            f.len()
+        );
     }
 }
 
@@ -36,7 +45,11 @@ fn five_tag_buckets_fill_past_96_percent_before_the_first_full() {
         let f = build(1_000_000, 12, seed);
         let load = load_at_first_full(&f, seed);
         assert!(load >= 0.96, "first Full at load {load:.4}");
-        assert!(f.len() >= 1_000_000, "requested capacity must fit: {}", f.len());
+        assert!(
+            f.len() >= 1_000_000,
+            "requested capacity must fit: {}",
+            f.len()
+        );
     }
 }
 
@@ -51,7 +64,11 @@ fn measure_fpr(bits: u32, target: f64) -> (f64, f64, f64) {
     let probes = 4_000_000;
     let hits = Keys(200).take(probes).filter(|k| f.contains(k)).count();
     let stats = f.stats();
-    (hits as f64 / probes as f64, stats.bits_per_item(), stats.load_factor)
+    (
+        hits as f64 / probes as f64,
+        stats.bits_per_item(),
+        stats.load_factor,
+    )
 }
 
 fn check_layout(bits: u32, lanes: f64) {
@@ -59,10 +76,16 @@ fn check_layout(bits: u32, lanes: f64) {
     assert!(load >= 0.93, "load {load}");
     let nominal = 2.0 * lanes / 2f64.powi(bits as i32);
     let ratio = fpr / nominal;
-    assert!((1.0 / 1.3..=1.3).contains(&ratio), "{bits}-bit FPR {fpr:.3e} is {ratio:.2}x of nominal {nominal:.3e}");
+    assert!(
+        (1.0 / 1.3..=1.3).contains(&ratio),
+        "{bits}-bit FPR {fpr:.3e} is {ratio:.2}x of nominal {nominal:.3e}"
+    );
     let ideal_bits = bits as f64 / load;
     let over = bits_per_item / ideal_bits;
-    assert!((0.9..=1.1).contains(&over), "{bits}-bit: {bits_per_item:.2} bits/item vs w/load {ideal_bits:.2}");
+    assert!(
+        (0.9..=1.1).contains(&over),
+        "{bits}-bit: {bits_per_item:.2} bits/item vs w/load {ideal_bits:.2}"
+    );
     eprintln!("{bits}-bit: FPR {fpr:.3e} ({ratio:.2}x nominal), {bits_per_item:.2} bits/item at load {load:.3}");
 }
 
@@ -85,9 +108,13 @@ fn reported_fpr_estimate_matches_measurement() {
             f.insert(&k).unwrap();
         }
         let probes = 2_000_000;
-        let measured = Keys(400).take(probes).filter(|k| f.contains(k)).count() as f64 / probes as f64;
+        let measured =
+            Keys(400).take(probes).filter(|k| f.contains(k)).count() as f64 / probes as f64;
         let estimate = f.stats().false_positive_rate;
         let ratio = measured / estimate;
-        assert!((1.0 / 1.3..=1.3).contains(&ratio), "{bits}-bit: measured {measured:.3e}, stats() says {estimate:.3e}");
+        assert!(
+            (1.0 / 1.3..=1.3).contains(&ratio),
+            "{bits}-bit: measured {measured:.3e}, stats() says {estimate:.3e}"
+        );
     }
 }

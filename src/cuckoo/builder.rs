@@ -86,7 +86,8 @@ impl CuckooFilterBuilder {
             bits => return Err(BuildError::UnsupportedFingerprintBits(bits)),
         };
         let m0 = buckets_for(self.capacity, layout)?;
-        let mut table = Table::new(Geometry::new(m0, 0)).map_err(|e| BuildError::AllocationFailed { bytes: e.bytes })?;
+        let mut table = Table::new(Geometry::new(m0, 0))
+            .map_err(|e| BuildError::AllocationFailed { bytes: e.bytes })?;
         #[cfg(loom)]
         {
             table.canary = self.canary;
@@ -112,7 +113,10 @@ pub(crate) fn buckets_for(capacity: usize, layout: LayoutKind) -> Result<u64, Bu
     let per_bucket = layout.lanes() as f64 * layout.sizing_load();
     let max = (MAX_M0 as f64 * per_bucket) as usize;
     if capacity > max {
-        return Err(BuildError::CapacityTooLarge { requested: capacity, max });
+        return Err(BuildError::CapacityTooLarge {
+            requested: capacity,
+            max,
+        });
     }
     let buckets = (capacity as f64 / per_bucket).ceil() as u64;
     let even = buckets + (buckets & 1);

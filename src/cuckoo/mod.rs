@@ -234,8 +234,10 @@ impl CuckooFilter {
 
     #[inline(always)]
     fn insert_raw(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
-        self.with_table(|t| with_layout!(self, L => ops::insert::<L>(t, hash, unique, &self.counters)))
-            .map_err(|InsertFailure::Full| InsertError::Full)
+        self.with_table(
+            |t| with_layout!(self, L => ops::insert::<L>(t, hash, unique, &self.counters)),
+        )
+        .map_err(|InsertFailure::Full| InsertError::Full)
     }
 
     /// `false` if `key` is definitely absent, `true` if it is probably
@@ -358,7 +360,12 @@ impl CuckooFilter {
         let totals = self.counters.totals();
         let (buckets, occupied, stripes, generation) = self.with_table(|t| {
             let occupied = with_layout!(self, L => ops::occupied::<L>(t));
-            (t.buckets(), occupied, t.stripe_count(), t.geometry().generation())
+            (
+                t.buckets(),
+                occupied,
+                t.stripe_count(),
+                t.geometry().generation(),
+            )
         });
         Stats {
             len: self.len(),
@@ -401,7 +408,9 @@ impl Drop for CuckooFilter {
         unsafe {
             let guard = epoch::unprotected();
             // Relaxed: `&mut self` already synchronised with every user.
-            let table = self.table.swap(epoch::Shared::null(), Ordering::Relaxed, guard);
+            let table = self
+                .table
+                .swap(epoch::Shared::null(), Ordering::Relaxed, guard);
             if !table.is_null() {
                 drop(table.into_owned());
             }

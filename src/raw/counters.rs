@@ -54,7 +54,9 @@ pub(crate) struct Counters {
 impl Default for Counters {
     fn default() -> Self {
         Counters {
-            shards: (0..SHARDS).map(|_| CachePadded::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| CachePadded::new(Shard::default()))
+                .collect(),
         }
     }
 }

@@ -105,7 +105,9 @@ mod tests {
         let g = Geometry::new(m0, generation);
         let mut h = 0x0123_4567_89AB_CDEFu64;
         for _ in 0..200_000 {
-            h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            h = h
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let (tag, i1, i2) = g.locate::<L>(h);
             assert!((1..=L::MAX_TAG).contains(&tag), "tag {tag} out of range");
             assert!((i1 as u64) < g.buckets() && (i2 as u64) < g.buckets());
@@ -113,8 +115,16 @@ mod tests {
             assert_eq!(g.alt(i1, tag), i2, "alt is an involution");
             assert_eq!(g.alt(i2, tag), i1, "alt is an involution");
             let region = tag & ((1 << generation) - 1);
-            assert_eq!(i1 as u64 / m0, region, "both candidates in the tag's region");
-            assert_eq!(i2 as u64 / m0, region, "both candidates in the tag's region");
+            assert_eq!(
+                i1 as u64 / m0,
+                region,
+                "both candidates in the tag's region"
+            );
+            assert_eq!(
+                i2 as u64 / m0,
+                region,
+                "both candidates in the tag's region"
+            );
         }
     }
 

@@ -202,7 +202,10 @@ pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
         }
         // AcqRel: Release publishes the copy before the source is cleared
         // (the clearing CAS is later in this thread and also Release).
-        match t.word(dst).compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire) {
+        match t
+            .word(dst)
+            .compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => break,
             Err(seen) => {
                 Shard::bump(&shard.cas_retries);

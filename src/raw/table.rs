@@ -35,13 +35,16 @@ pub(crate) struct Table {
 impl Table {
     /// A zeroed table with the buckets of `geo`.
     pub(crate) fn new(geo: Geometry) -> Result<Table, AllocError> {
-        let buckets = usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
+        let buckets =
+            usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
         let words = Words::zeroed(buckets)?;
         let stripe_count = buckets.next_power_of_two().min(MAX_STRIPES);
         let mut stripes = Vec::new();
         stripes
             .try_reserve_exact(stripe_count)
-            .map_err(|_| AllocError { bytes: stripe_count * 8 })?;
+            .map_err(|_| AllocError {
+                bytes: stripe_count * 8,
+            })?;
         stripes.extend((0..stripe_count).map(|_| AtomicU64::new(0)));
         Ok(Table {
             words,
@@ -108,7 +111,6 @@ impl Table {
     pub(crate) fn stripe_count(&self) -> usize {
         self.stripes.len()
     }
-
 }
 
 /// Exclusive hold of a version stripe; released (to the next even version)
@@ -135,7 +137,10 @@ impl<'t> StripeLock<'t> {
                     .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
                 {
-                    return StripeLock { stripe, locked: v + 1 };
+                    return StripeLock {
+                        stripe,
+                        locked: v + 1,
+                    };
                 }
             }
             backoff.snooze();
@@ -166,6 +171,10 @@ mod tests {
             let _g = StripeLock::acquire(s);
             assert_eq!(s.load(Ordering::Relaxed), 1, "held stripe is odd");
         }
-        assert_eq!(s.load(Ordering::Relaxed), 2, "released stripe is the next even");
+        assert_eq!(
+            s.load(Ordering::Relaxed),
+            2,
+            "released stripe is the next even"
+        );
     }
 }

@@ -66,7 +66,8 @@ mod std_words {
             if self.len == 0 {
                 return;
             }
-            let layout = Layout::array::<AtomicU64>(self.len).expect("layout was valid at allocation");
+            let layout =
+                Layout::array::<AtomicU64>(self.len).expect("layout was valid at allocation");
             // SAFETY: `ptr` came from `alloc_zeroed` with this same layout and
             // is freed exactly once, here.
             unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
