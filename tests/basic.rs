@@ -311,3 +311,28 @@ fn random_operations_match_a_sequential_model() {
         }
     }
 }
+
+#[test]
+fn pinned_handle_gives_the_same_answers() {
+    let f = CuckooFilter::builder()
+        .capacity(10_000)
+        .seed(1)
+        .build()
+        .unwrap();
+    let mut p = f.pin();
+    for k in Keys(1).take(5_000) {
+        p.insert(&k).unwrap();
+    }
+    assert_eq!(p.insert_unique(&1u8), Ok(true));
+    assert_eq!(p.insert_unique(&1u8), Ok(false));
+    p.repin();
+    assert!(Keys(1)
+        .take(5_000)
+        .all(|k| p.contains(&k) && f.contains(&k)));
+    assert_eq!(p.count(&1u8), 1);
+    assert!(p.remove(&1u8));
+    assert_eq!(p.count(&1u8), 0);
+    assert_eq!(p.filter().len(), 5_000);
+    drop(p);
+    assert_eq!(f.len(), 5_000);
+}
