@@ -91,6 +91,11 @@ pub mod loom_support;
 pub use cuckoo::{CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY};
 pub use error::{BuildError, InsertError};
 
+// The README's Rust examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
