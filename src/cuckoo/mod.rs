@@ -308,6 +308,16 @@ impl CuckooFilter {
         self.contains_in(hash, &epoch::pin())
     }
 
+    /// `contains_hash` compiled for the 16-bit layout only, without the
+    /// runtime layout dispatch: the benchmarks' baseline for showing that
+    /// the dispatch costs nothing. Not a stable API.
+    #[doc(hidden)]
+    #[inline]
+    pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {
+        debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
+        ops::contains::<L16x4>(self.table(&epoch::pin()), hash, &self.counters)
+    }
+
     /// Removes one copy of `key`; `true` if a copy was found.
     ///
     /// Only remove keys that were inserted: removing an absent key whose tag
