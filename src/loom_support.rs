@@ -19,6 +19,8 @@ pub enum Canary {
     UnvalidatedNegative,
     /// `insert_unique` checks and inserts without holding the pair's stripe.
     UnlockedUnique,
+    /// `remove` searches and clears without holding the pair's stripe.
+    UnlockedRemove,
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for

@@ -118,11 +118,7 @@ pub(crate) fn insert<L: Layout>(
             if t.canary == crate::loom_support::Canary::UnlockedUnique {
                 drop(_lock);
             }
-            // Under the stripe no copy of `tag` can move between i1 and i2,
-            // so these two loads see every copy a completed insert made.
-            if bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
-                || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
-            {
+            if present_in_pair::<L>(t, tag, i1, i2) {
                 return Ok(false);
             }
             if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
@@ -136,10 +132,31 @@ pub(crate) fn insert<L: Layout>(
             return Ok(true);
         }
         if !path::make_room::<L>(t, i1, i2, shard) {
+            // A racing insert_unique of this same key may have made room and
+            // won in the meantime: then the answer is "present", not Full.
+            if unique && contains_locked::<L>(t, tag, i1, i2) {
+                return Ok(false);
+            }
             Shard::bump(&shard.full);
             return Err(InsertFailure::Full);
         }
     }
+}
+
+/// Whether `tag` is in `i1` or `i2`; the caller holds their pair's stripe.
+/// Under the stripe no copy of `tag` can move between the two buckets, so
+/// these two loads see every copy that a completed insert made.
+#[inline]
+fn present_in_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool {
+    // Acquire: pairs with the AcqRel CAS that stored the tag.
+    bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
+        || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
+}
+
+/// `present_in_pair` under a fresh hold of the pair's stripe.
+fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool {
+    let _lock = StripeLock::acquire(t.stripe(i1, i2));
+    present_in_pair::<L>(t, tag, i1, i2)
 }
 
 /// Removes one copy of the tag of `h`; `false` if neither bucket holds one.
@@ -149,6 +166,10 @@ pub(crate) fn remove<L: Layout>(t: &Table, h: u64, c: &Counters) -> bool {
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.
     let _lock = StripeLock::acquire(t.stripe(i1, i2));
+    #[cfg(loom)]
+    if t.canary == crate::loom_support::Canary::UnlockedRemove {
+        drop(_lock);
+    }
     let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);

@@ -44,7 +44,7 @@ const QUICK_NODES: usize = 4;
 #[cfg(not(loom))]
 const MAX_NODES: usize = 1024;
 #[cfg(loom)]
-const MAX_NODES: usize = 8;
+const MAX_NODES: usize = 16;
 
 const _: () = assert!(MAX_DEPTH < PATH_HISTOGRAM && MAX_NODES <= u16::MAX as usize);
 const _: () = assert!(QUICK_NODES <= MAX_NODES);

@@ -1,0 +1,90 @@
+//! Canaries: each breaks one protocol rule (see `koel::loom_support::Canary`)
+//! and runs an unchanged model body, which must then fail for the reason
+//! the rule exists. A model that cannot fail proves nothing.
+//!
+//! Which model each canary breaks follows from the protocol:
+//!
+//! * `RemoveBeforeCopy` cannot fail model 1 (`contains` vs displacement):
+//!   the hop holds the pair's stripe while the tag is in neither bucket, and
+//!   a reader that misses re-reads until the stripe is even and unchanged.
+//!   (Checked: model 1 passes with this canary, one or three moves.) What
+//!   the order really protects is the tag when the copy *fails*: cleared
+//!   from the source, it then has nowhere to go. Model 4 makes the copy
+//!   fail by racing an insert for the destination's last lane.
+//! * `UnlockedRemove` fails model 2: a remove that does not hold the pair's
+//!   stripe can read the two buckets on either side of a move and miss.
+//! * `UnvalidatedNegative` still re-reads both buckets once after a miss
+//!   and only skips the stripe check. Copy-before-clear makes one move
+//!   invisible to that double read, and two moves too; it takes three moves
+//!   of the tag during one `contains` (model 1 with `Moves::Three`).
+//!   (Checked: model 1 with one move passes with this canary.)
+#![cfg(loom)]
+
+mod common;
+
+use common::models::{contains_vs_displacement, stale_path, unique_pair, Moves, Spawned};
+use koel::loom_support::Canary;
+
+// Loom: "canary_remove_before_copy: 587 of 1789 executions failed; first
+// (execution 497): false negative: contains(x) returned false during a
+// racing displacement". Other failing executions report "false negative
+// after join: pre-inserted key .. is missing". The displacer cleared x from
+// bucket 3, the racing insert of y took bucket 0's last lane, the copy of x
+// into 0 failed, and x was in neither bucket for good.
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_remove_before_copy() {
+    stale_path(
+        "canary_remove_before_copy",
+        Canary::RemoveBeforeCopy,
+        Spawned::A,
+    );
+}
+
+// Loom: "canary_unvalidated_negative: 7384 of 28956 executions failed;
+// first (execution 5037): false negative: contains(x) returned false while
+// x's tag was being displaced". That takes (the only way, given the
+// Acquire loads): the reader reads bucket 0 before the first move's copy
+// and bucket 3 after its clear, then, re-reading, bucket 0 after the second
+// move's clear and bucket 3 after the third move's clear; without the
+// stripe check it believes the miss.
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unvalidated_negative() {
+    contains_vs_displacement(
+        "canary_unvalidated_negative",
+        Canary::UnvalidatedNegative,
+        Moves::Three,
+        Spawned::B,
+    );
+}
+
+// Loom: "canary_unlocked_unique: 7744 of 13263 executions failed; first
+// (execution 1): insert_unique winners: 2 (spawned Ok(true), main Ok(true))".
+// Without the stripe both threads checked the pair, saw no copy, and each
+// CASed its own copy into a free lane.
+#[test]
+#[should_panic(expected = "insert_unique winners: 2")]
+fn canary_unlocked_unique() {
+    unique_pair("canary_unlocked_unique", Canary::UnlockedUnique, false);
+}
+
+// Loom: "canary_unlocked_remove: 32 of 872 executions failed; first
+// (execution 551): remove(x) found no copy of a present key". Without the
+// stripe the remover read bucket 0 before the displacer copied x into it
+// and bucket 3 after the displacer cleared it there: x was present
+// throughout, yet remove returned false and x stayed.
+#[test]
+#[should_panic(expected = "remove(x) found no copy of a present key")]
+fn canary_unlocked_remove() {
+    common::models::remove_vs_displacement(
+        "canary_unlocked_remove",
+        Canary::UnlockedRemove,
+        common::models::Spawned::A,
+    );
+    common::models::remove_vs_displacement(
+        "canary_unlocked_remove",
+        Canary::UnlockedRemove,
+        common::models::Spawned::B,
+    );
+}
