@@ -88,7 +88,9 @@ mod sync;
 #[doc(hidden)]
 pub mod loom_support;
 
-pub use cuckoo::{CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY};
+pub use cuckoo::{
+    BatchInsertError, CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY,
+};
 pub use error::{BuildError, InsertError};
 
 // The README's Rust examples compile and run as doc tests.

@@ -27,10 +27,11 @@ pub enum Canary {
 /// the 16-bit (`fingerprint_bits == 16`) or 12-bit layout.
 pub fn locate(fingerprint_bits: u32, m0: u64, h: u64) -> (u64, usize, usize) {
     let geo = Geometry::new(m0, 0);
-    match fingerprint_bits {
+    let at = match fingerprint_bits {
         12 => geo.locate::<L12x5>(h),
         _ => geo.locate::<L16x4>(h),
-    }
+    };
+    (at.tag, at.i1, at.i2)
 }
 
 /// Buckets per region of the smallest table (loom builds shrink it).

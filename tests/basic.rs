@@ -336,3 +336,60 @@ fn pinned_handle_gives_the_same_answers() {
     drop(p);
     assert_eq!(f.len(), 5_000);
 }
+
+#[test]
+fn batch_operations_match_single_operations() {
+    for cfg in MATRIX {
+        let f = cfg.build(21);
+        let n = f.capacity() * 9 / 10;
+        let keys: Vec<u64> = Keys(21).take(n).collect();
+        f.insert_many(&keys[..n / 2]).unwrap();
+        for k in &keys[n / 2..] {
+            f.insert(k).unwrap();
+        }
+        assert_eq!(f.len(), n);
+        // Present keys, absent keys, and lengths around the prefetch window.
+        for len in [0, 1, 7, 8, 9, 100, n] {
+            let probe: Vec<u64> = keys
+                .iter()
+                .copied()
+                .take(len / 2)
+                .chain(Keys(99).take(len - len / 2))
+                .collect();
+            let mut out = vec![false; probe.len()];
+            f.contains_many(&probe, &mut out);
+            for (k, got) in probe.iter().zip(&out) {
+                assert_eq!(*got, f.contains(k), "{}: contains_many disagrees", cfg.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn insert_many_stops_at_full_and_reports_how_far_it_got() {
+    for cfg in MATRIX {
+        let f = cfg.build(22);
+        let keys: Vec<u64> = Keys(22).take(f.capacity() * 2).collect();
+        let err = f.insert_many(&keys).unwrap_err();
+        assert_eq!(err.error, InsertError::Full);
+        assert_eq!(f.len(), err.inserted, "{}", cfg.name);
+        assert!(keys[..err.inserted].iter().all(|k| f.contains(k)));
+        assert!(err.inserted as f64 >= f.capacity() as f64 * 0.9);
+    }
+}
+
+#[test]
+fn insert_unique_many_inserts_each_distinct_key_once() {
+    let f = CuckooFilter::builder()
+        .capacity(10_000)
+        .seed(3)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = (0..2_000u64).map(|i| i % 700).collect();
+    let mut out = vec![false; keys.len()];
+    f.insert_unique_many(&keys, &mut out).unwrap();
+    assert_eq!(out.iter().filter(|&&b| b).count(), 700);
+    assert!(out[..700].iter().all(|&b| b), "first occurrences win");
+    assert!(out[700..].iter().all(|&b| !b), "repeats are duplicates");
+    assert_eq!(f.len(), 700);
+}

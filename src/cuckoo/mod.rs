@@ -1,9 +1,11 @@
 //! The concurrent cuckoo filter: a safe `&self` API over the `raw` engine.
 
+mod batch;
 mod builder;
 mod pinned;
 mod stats;
 
+pub use batch::BatchInsertError;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
 pub use pinned::Pinned;
 pub use stats::Stats;
@@ -77,6 +79,7 @@ macro_rules! with_layout {
         }
     };
 }
+pub(crate) use with_layout;
 
 /// A lock-free concurrent cuckoo filter: approximate set membership with
 /// delete, shared by many threads as `Arc<CuckooFilter>`.
@@ -202,26 +205,26 @@ impl CuckooFilter {
         guard: &epoch::Guard,
     ) -> Result<bool, InsertError> {
         let t = self.table(guard);
-        with_layout!(self, L => ops::insert::<L>(t, hash, unique, &self.counters))
+        with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters))
             .map_err(|InsertFailure::Full| InsertError::Full)
     }
 
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
         let t = self.table(guard);
-        with_layout!(self, L => ops::contains::<L>(t, hash, &self.counters))
+        with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
     }
 
     #[inline(always)]
     pub(crate) fn remove_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
         let t = self.table(guard);
-        with_layout!(self, L => ops::remove::<L>(t, hash, &self.counters))
+        with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
     }
 
     #[inline(always)]
     pub(crate) fn count_in(&self, hash: u64, guard: &epoch::Guard) -> usize {
         let t = self.table(guard);
-        with_layout!(self, L => ops::count::<L>(t, hash, &self.counters))
+        with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
     }
 
     /// The 64-bit hash of `key` under this filter's seed, for the `*_hash`
@@ -236,7 +239,8 @@ impl CuckooFilter {
     /// Not a stable API.
     #[doc(hidden)]
     pub fn placement(&self, hash: u64) -> (u64, usize, usize) {
-        self.with_table(|t| with_layout!(self, L => t.geometry().locate::<L>(hash)))
+        let at = self.with_table(|t| with_layout!(self, L => t.geometry().locate::<L>(hash)));
+        (at.tag, at.i1, at.i2)
     }
 
     /// Adds one copy of `key`.
@@ -315,7 +319,9 @@ impl CuckooFilter {
     #[inline]
     pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
-        ops::contains::<L16x4>(self.table(&epoch::pin()), hash, &self.counters)
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash), &self.counters)
     }
 
     /// Removes one copy of `key`; `true` if a copy was found.

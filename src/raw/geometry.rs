@@ -31,6 +31,14 @@ pub(crate) const MIN_M0: u64 = 64;
 #[cfg(loom)]
 pub(crate) const MIN_M0: u64 = 4;
 
+/// Where a hash lives: its tag and its two candidate buckets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Located {
+    pub(crate) tag: u64,
+    pub(crate) i1: usize,
+    pub(crate) i2: usize,
+}
+
 /// The hash-to-bucket mapping of one table. Plain data, no atomics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Geometry {
@@ -70,12 +78,16 @@ impl Geometry {
 
     /// The tag and both candidate buckets of hash `h`.
     #[inline(always)]
-    pub(crate) fn locate<L: Layout>(&self, h: u64) -> (u64, usize, usize) {
+    pub(crate) fn locate<L: Layout>(&self, h: u64) -> Located {
         let tag = Self::tag_of::<L>(h);
         let local = ((h & 0xFFFF_FFFF) * self.m0) >> 32;
         let base = (tag & self.region_mask) * self.m0;
         let alt = self.alt_local(local, tag);
-        (tag, (base + local) as usize, (base + alt) as usize)
+        Located {
+            tag,
+            i1: (base + local) as usize,
+            i2: (base + alt) as usize,
+        }
     }
 
     /// The other candidate bucket of `tag` stored in `bucket`.
@@ -108,7 +120,7 @@ mod tests {
             h = h
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let (tag, i1, i2) = g.locate::<L>(h);
+            let Located { tag, i1, i2 } = g.locate::<L>(h);
             assert!((1..=L::MAX_TAG).contains(&tag), "tag {tag} out of range");
             assert!((i1 as u64) < g.buckets() && (i2 as u64) < g.buckets());
             assert_ne!(i1, i2, "a key's two buckets must differ");

@@ -2,6 +2,7 @@
 //! over one table, generic over the bucket layout, with no knowledge of
 //! keys, epochs or errors. Split by concern:
 //!
+//! * `batch`: prefetching loops over many keys;
 //! * `bucket`: the packed bucket word and its SWAR lane functions;
 //! * `geometry`: hash to tag and candidate buckets;
 //! * `words`: fallible zeroed allocation of the bucket array;
@@ -10,6 +11,7 @@
 //! * `path`: displacement (bounded BFS search, then commit from the far end);
 //! * `counters`: sharded item count and statistics.
 
+pub(crate) mod batch;
 pub(crate) mod bucket;
 pub(crate) mod counters;
 pub(crate) mod geometry;

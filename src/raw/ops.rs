@@ -17,18 +17,19 @@
 
 use super::bucket::{self, Layout};
 use super::counters::{Counters, Shard};
+use super::geometry::Located;
 use super::path;
 use super::table::{StripeLock, Table};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
-/// Whether the tag of `h` is in either candidate bucket.
+/// Whether the tag of `at` is in either candidate bucket.
 ///
 /// Never writes shared memory. A positive answer takes two loads; a negative
 /// one is validated against the pair's stripe and retried while a writer of
 /// that pair is mid-flight.
 #[inline(always)]
-pub(crate) fn contains<L: Layout>(t: &Table, h: u64, c: &Counters) -> bool {
-    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
+    let Located { tag, i1, i2 } = at;
     // Fast path: a positive answer needs no validation. Acquire: pairs with
     // the AcqRel CAS that stored the tag.
     if bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
@@ -71,10 +72,10 @@ fn contains_validated<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize, c: &
     }
 }
 
-/// Copies of the tag of `h` in its two buckets, read consistently (a tag in
+/// Copies of the tag of `at` in its two buckets, read consistently (a tag in
 /// flight between the two is counted once).
-pub(crate) fn count<L: Layout>(t: &Table, h: u64, c: &Counters) -> usize {
-    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> usize {
+    let Located { tag, i1, i2 } = at;
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
     loop {
@@ -101,15 +102,15 @@ pub(crate) enum InsertFailure {
     Full,
 }
 
-/// Inserts the tag of `h`. With `unique`, first checks (under the pair's
+/// Inserts the tag of `at`. With `unique`, first checks (under the pair's
 /// stripe) that no copy is present and returns `Ok(false)` if one is.
 pub(crate) fn insert<L: Layout>(
     t: &Table,
-    h: u64,
+    at: Located,
     unique: bool,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
-    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+    let Located { tag, i1, i2 } = at;
     let shard = c.shard(i1);
     loop {
         if unique {
@@ -159,9 +160,9 @@ fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool
     present_in_pair::<L>(t, tag, i1, i2)
 }
 
-/// Removes one copy of the tag of `h`; `false` if neither bucket holds one.
-pub(crate) fn remove<L: Layout>(t: &Table, h: u64, c: &Counters) -> bool {
-    let (tag, i1, i2) = t.geometry().locate::<L>(h);
+/// Removes one copy of the tag of `at`; `false` if neither bucket holds one.
+pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
+    let Located { tag, i1, i2 } = at;
     let shard = c.shard(i1);
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.
