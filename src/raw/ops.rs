@@ -24,35 +24,24 @@ use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Whether the tag of `at` is in either candidate bucket.
 ///
-/// Never writes shared memory. A positive answer takes two loads; a negative
-/// one is validated against the pair's stripe and retried while a writer of
-/// that pair is mid-flight.
+/// Never writes shared memory. A positive answer is final as soon as a load
+/// shows the tag; a negative one stands only if the pair's stripe was even
+/// and unchanged across the two bucket loads, otherwise it reads again.
 #[inline(always)]
 pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
     let Located { tag, i1, i2 } = at;
-    // Fast path: a positive answer needs no validation. Acquire: pairs with
-    // the AcqRel CAS that stored the tag.
-    if bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
-        || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
-    {
-        return true;
-    }
-    contains_validated::<L>(t, tag, i1, i2, c)
-}
-
-/// The negative path of `contains`: read the pair between two stripe loads.
-#[inline(never)]
-fn contains_validated<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize, c: &Counters) -> bool {
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
     loop {
         // Acquire: pairs with the Release store that ended the last stripe
         // hold; every move finished by then is visible to the loads below.
+        // (An independent load: it overlaps the two bucket misses.)
         let before = stripe.load(Ordering::Acquire);
-        // Acquire on both bucket loads: (1) a load that observes a move's
-        // source-clearing CAS (Release) also observes the stripe bump to odd
-        // that preceded it, so `after` below cannot read the old version;
-        // (2) `after` cannot be hoisted above these loads.
+        // Acquire on both bucket loads: (1) pairs with the AcqRel CAS that
+        // stored the tag; (2) a load that observes a move's source-clearing
+        // CAS (Release) also observes the stripe bump to odd that preceded
+        // it, so `after` below cannot read the old version; (3) `after`
+        // cannot be hoisted above these loads.
         let w1 = t.word(i1).load(Ordering::Acquire);
         let w2 = t.word(i2).load(Ordering::Acquire);
         if bucket::contains::<L>(w1, tag) || bucket::contains::<L>(w2, tag) {
