@@ -117,9 +117,14 @@ pub(crate) fn insert<L: Layout>(
             }
             // Both full: release the stripe before making room, so no thread
             // ever waits for a stripe while holding one.
-        } else if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
-            shard.len.fetch_add(1, Ordering::Relaxed);
-            return Ok(true);
+        } else {
+            // Two choices: the emptier bucket first, which keeps buckets
+            // balanced and defers displacement to higher loads.
+            let (a, b) = emptier_first::<L>(t, i1, i2);
+            if put::<L>(t.word(a), tag, shard) || put::<L>(t.word(b), tag, shard) {
+                shard.len.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
         }
         if !path::make_room::<L>(t, i1, i2, shard) {
             // A racing insert_unique of this same key may have made room and
@@ -165,6 +170,19 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
         shard.len.fetch_sub(1, Ordering::Relaxed);
     }
     removed
+}
+
+/// `(i1, i2)` or `(i2, i1)`: the bucket with more empty lanes first.
+#[inline(always)]
+fn emptier_first<L: Layout>(t: &Table, i1: usize, i2: usize) -> (usize, usize) {
+    // Relaxed: a placement hint only; `put` re-reads with Acquire.
+    let used1 = bucket::occupied::<L>(t.word(i1).load(Ordering::Relaxed));
+    let used2 = bucket::occupied::<L>(t.word(i2).load(Ordering::Relaxed));
+    if used2 < used1 {
+        (i2, i1)
+    } else {
+        (i1, i2)
+    }
 }
 
 /// Writes `tag` into an empty lane of `word`; `false` if it has none.
