@@ -37,14 +37,16 @@
 //!
 //! | operation | progress | a racing `contains` may return |
 //! | --- | --- | --- |
-//! | `contains` | never writes, never locks; positive answers wait-free; a negative answer re-reads while a writer of its bucket pair is mid-update | `true` once the insert's CAS landed |
+//! | `contains` | never writes, never takes a lock; a positive answer is wait-free; a negative answer re-reads while a writer holds its bucket pair's stripe, so it is blocking in the strict sense (a writer preempted inside its few-CAS critical section delays it) | `true` once the insert's CAS landed |
 //! | `insert` | lock-free when a candidate bucket has room (one CAS); displacement takes one bucket-pair stripe at a time (blocking under contention) | — |
 //! | `insert_unique` | holds the key's pair stripe for check-then-insert (blocking under contention); exactly one winner per absent key | — |
 //! | `remove` | holds the key's pair stripe (blocking under contention); removes exactly one copy | `false` once the removing CAS landed |
 //! | `count` | like a negative `contains`: validated, never writes | — |
 //!
-//! A key that is in the filter is found by every `contains` that starts
-//! after its `insert` returned and before a `remove` of it began, also while
+//! A key that is in the filter is found by every `contains` that its
+//! `insert` happens-before (e.g. after a join, a channel message, or an
+//! Acquire load of a flag the inserter stored with Release) and that does
+//! not overlap a `remove` of it, also while
 //! displacement moves its tag between its two buckets: a move copies the tag
 //! into the destination before clearing the source, and a negative read is
 //! checked against the pair's version stripe.

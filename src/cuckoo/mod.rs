@@ -52,6 +52,15 @@ impl LayoutKind {
         }
     }
 
+    /// Expected false-positive rate of a lookup for an absent key at `load`:
+    /// `1 - (1 - 1/V)^(2 * b * load)` for `V` tag values and `b` tags per
+    /// bucket (each of the `2 * b * load` occupied slots it checks matches
+    /// with probability `1/V`).
+    pub(crate) fn false_positive_rate(self, load: f64) -> f64 {
+        let slots_checked = 2.0 * self.lanes() as f64 * load;
+        1.0 - (1.0 - 1.0 / self.tag_values() as f64).powf(slots_checked)
+    }
+
     /// The load the builder sizes for: a little under the load at which
     /// the first insert fails, so `capacity` items always fit.
     pub(crate) fn sizing_load(self) -> f64 {
@@ -159,13 +168,15 @@ impl CuckooFilter {
     /// The current table, valid while `guard` is pinned.
     #[inline(always)]
     fn table<'g>(&self, guard: &'g epoch::Guard) -> &'g Table {
-        // Acquire: pairs with the Release publication of the table (its
-        // construction before `Atomic::new`, or a future growth swap), so
-        // its words and geometry are initialised.
+        // Acquire: pairs with the Release store of a future growth swap, so
+        // a new table's words and geometry are initialised. (The first
+        // table needs no pairing: it was stored before the filter was
+        // shared, and sharing it, e.g. spawning with an `Arc`, synchronises.)
         let shared = self.table.load(Ordering::Acquire, guard);
-        // SAFETY: the pointer is non-null from construction on, and a table
-        // is only ever freed through `defer_destroy` after it was replaced,
-        // so it outlives `guard`, which bounds the returned borrow.
+        // SAFETY: the pointer is non-null from construction until `Drop`,
+        // which has `&mut self`. The table is freed only there (growth will
+        // add `defer_destroy` after a replacement), so it outlives `guard`,
+        // which bounds the returned borrow.
         unsafe { shared.deref() }
     }
 
@@ -298,9 +309,10 @@ impl CuckooFilter {
     /// present.
     ///
     /// Never takes a lock and never writes shared memory. A positive answer
-    /// is two loads (wait-free); a negative one is validated against the
+    /// is wait-free (three loads). A negative one is validated against the
     /// bucket pair's version stripe and re-read if a writer of that pair
-    /// overlapped it.
+    /// overlapped it, so strictly it is blocking: a writer preempted inside
+    /// its critical section (a few CASes) delays it.
     #[inline]
     pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
         self.contains_hash(self.hash(key))
@@ -377,7 +389,12 @@ impl CuckooFilter {
     /// Tag slots in the table (`buckets * tags_per_bucket`). The first
     /// [`InsertError::Full`] comes at about 95% of this.
     pub fn capacity(&self) -> usize {
-        self.with_table(|t| t.buckets()) * self.layout.lanes() as usize
+        self.with_table(|t| self.slots(t))
+    }
+
+    /// Tag slots of table `t`.
+    fn slots(&self, t: &Table) -> usize {
+        t.buckets() * self.layout.lanes() as usize
     }
 
     /// `len() / capacity()`.
@@ -387,7 +404,7 @@ impl CuckooFilter {
 
     /// Bytes of the table: bucket words plus version stripes.
     pub fn memory_usage(&self) -> usize {
-        self.with_table(|t| t.bytes() + t.stripe_count() * std::mem::size_of::<u64>())
+        self.with_table(Table::bytes)
     }
 
     /// Bits per tag (16 or 12).
@@ -409,13 +426,15 @@ impl CuckooFilter {
     /// current load: `1 - (1 - 1/V)^(2 * b * load)` for `V` tag values and
     /// `b` tags per bucket.
     pub fn false_positive_rate(&self) -> f64 {
-        let slots_checked = 2.0 * self.layout.lanes() as f64 * self.load_factor();
-        1.0 - (1.0 - 1.0 / self.layout.tag_values() as f64).powf(slots_checked)
+        self.layout.false_positive_rate(self.load_factor())
     }
 
     /// Removes every item. Not atomic with respect to concurrent writers:
     /// an insert racing `clear` may or may not survive it, and `len` may
     /// then be off; call it while no other thread writes if that matters.
+    /// It holds every version stripe while it zeroes, so a displacement is
+    /// never half done across it, and inserts that start after it returned
+    /// are kept.
     pub fn clear(&self) {
         self.with_table(ops::clear);
         self.counters.reset_len();
@@ -424,34 +443,31 @@ impl CuckooFilter {
     /// A snapshot of sizes and operation statistics.
     pub fn stats(&self) -> Stats {
         let totals = self.counters.totals();
-        let (buckets, occupied, stripes, generation) = self.with_table(|t| {
-            let occupied = with_layout!(self, L => ops::occupied::<L>(t));
-            (
-                t.buckets(),
-                occupied,
-                t.stripe_count(),
-                t.geometry().generation(),
-            )
-        });
-        Stats {
-            len: self.len(),
-            occupied_slots: occupied,
-            capacity: self.capacity(),
-            buckets,
-            load_factor: self.load_factor(),
-            memory_bytes: self.memory_usage(),
-            version_stripes: stripes,
-            fingerprint_bits: self.fingerprint_bits(),
-            tags_per_bucket: self.tags_per_bucket(),
-            generation,
-            false_positive_rate: self.false_positive_rate(),
-            displacements: totals.displacements,
-            paths_by_length: totals.paths,
-            stale_paths: totals.stale_paths,
-            insert_failures: totals.full,
-            validation_retries: totals.validation_retries,
-            cas_retries: totals.cas_retries,
-        }
+        // Every size comes from the one table loaded here.
+        self.with_table(|t| {
+            let len = self.len();
+            let capacity = self.slots(t);
+            let load_factor = len as f64 / capacity as f64;
+            Stats {
+                len,
+                occupied_slots: with_layout!(self, L => ops::occupied::<L>(t)),
+                capacity,
+                buckets: t.buckets(),
+                load_factor,
+                memory_bytes: t.bytes(),
+                version_stripes: t.stripe_count(),
+                fingerprint_bits: self.fingerprint_bits(),
+                tags_per_bucket: self.tags_per_bucket(),
+                generation: t.geometry().generation(),
+                false_positive_rate: self.layout.false_positive_rate(load_factor),
+                displacements: totals.displacements,
+                paths_by_length: totals.paths,
+                stale_paths: totals.stale_paths,
+                insert_failures: totals.full,
+                validation_retries: totals.validation_retries,
+                cas_retries: totals.cas_retries,
+            }
+        })
     }
 }
 

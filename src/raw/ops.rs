@@ -68,7 +68,7 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> usize {
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
     loop {
-        // Orderings as in `contains_validated`: a move overlapping the loads
+        // Orderings as in `contains`: a move overlapping the loads
         // could show the tag twice or not at all, so both answers validate.
         let before = stripe.load(Ordering::Acquire);
         if before & 1 == 0 {
@@ -101,6 +101,8 @@ pub(crate) fn insert<L: Layout>(
 ) -> Result<bool, InsertFailure> {
     let Located { tag, i1, i2 } = at;
     let shard = c.shard(i1);
+    let mut backoff = Backoff::default();
+    let mut first_try = true;
     loop {
         if unique {
             let _lock = StripeLock::acquire(t.stripe(i1, i2));
@@ -135,6 +137,13 @@ pub(crate) fn insert<L: Layout>(
             Shard::bump(&shard.full);
             return Err(InsertFailure::Full);
         }
+        // Room was made but may be taken again before the retry; two inserts
+        // that keep moving one tag back and forth between their buckets
+        // could livelock without this pause.
+        if !first_try {
+            backoff.snooze();
+        }
+        first_try = false;
     }
 }
 
@@ -143,7 +152,9 @@ pub(crate) fn insert<L: Layout>(
 /// these two loads see every copy that a completed insert made.
 #[inline]
 fn present_in_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool {
-    // Acquire: pairs with the AcqRel CAS that stored the tag.
+    // Acquire (stronger than needed): the caller's stripe Acquire, paired
+    // with the previous holder's Release, already orders these loads after
+    // every insert_unique, remove or move of this pair.
     bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
         || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
 }
@@ -196,7 +207,9 @@ pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool 
             return false;
         };
         // AcqRel: Release publishes the tag (pairs with readers' Acquire
-        // loads); Acquire keeps the release sequence of earlier writers.
+        // loads). Being an RMW, of any ordering, is what continues the
+        // release sequence of earlier writers; the Acquire half is not
+        // needed by the protocol.
         match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return true,
             Err(seen) => {
@@ -210,6 +223,7 @@ pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool 
 /// Clears one copy of `tag` from `word`; `false` if it holds none.
 #[inline]
 pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
+    // Acquire: as in `put`, only the value the CAS compares against.
     let mut current = word.load(Ordering::Acquire);
     loop {
         let Some(next) = bucket::without_tag::<L>(current, tag) else {
@@ -231,16 +245,25 @@ pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool
 pub(crate) fn occupied<L: Layout>(t: &Table) -> usize {
     t.words()
         .iter()
+        // Relaxed: a diagnostic count, not a snapshot; orders nothing.
         .map(|w| bucket::occupied::<L>(w.load(Ordering::Relaxed)) as usize)
         .sum()
 }
 
-/// Empties every bucket. Each word is swapped to 0 (an RMW, so it never
-/// breaks a release sequence); not atomic as a whole with respect to
-/// concurrent writers.
+/// Empties every bucket. Not atomic as a whole with respect to concurrent
+/// writers: a plain insert racing it may or may not survive.
+///
+/// It holds every version stripe (taken in ascending order) while it
+/// zeroes, so no displacement hop is half done across it: a hop that had
+/// copied a tag and then found its source cleared would otherwise undo its
+/// copy, and could take a copy of the same tag that a later insert put
+/// there after `clear` returned. Taking all stripes cannot deadlock: every
+/// other holder holds just one and never waits while holding it.
 pub(crate) fn clear(t: &Table) {
+    let _all: Vec<StripeLock<'_>> = t.stripes().iter().map(StripeLock::acquire).collect();
     for w in t.words() {
-        // AcqRel: an RMW like every other bucket write, see above.
+        // AcqRel: nothing pairs with it (a cleared word publishes nothing);
+        // what matters is that it is an RMW, see above.
         w.swap(0, Ordering::AcqRel);
     }
 }

@@ -23,7 +23,7 @@ use super::bucket::{self, Layout};
 use super::counters::{Shard, PATH_HISTOGRAM};
 use super::ops::take;
 use super::table::{StripeLock, Table};
-use crate::sync::Ordering;
+use crate::sync::{Backoff, Ordering};
 
 /// Most hops in one displacement path.
 #[cfg(not(loom))]
@@ -74,6 +74,7 @@ pub(crate) struct Hop {
 /// within the search bounds leads to an empty lane. The freed lane may be
 /// taken by another thread before the caller uses it; callers retry.
 pub(crate) fn make_room<L: Layout>(t: &Table, i1: usize, i2: usize, shard: &Shard) -> bool {
+    let mut backoff = Backoff::default();
     loop {
         let mut hops = [Hop::default(); MAX_DEPTH];
         let found = match search::<L, QUICK_NODES>(t, i1, i2, &mut hops) {
@@ -92,6 +93,8 @@ pub(crate) fn make_room<L: Layout>(t: &Table, i1: usize, i2: usize, shard: &Shar
             return true;
         }
         Shard::bump(&shard.stale_paths);
+        // Another writer changed a bucket on the path: let it finish.
+        backoff.snooze();
     }
 }
 
@@ -192,16 +195,22 @@ pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
     // Copy first. Under the stripe no other writer can move or remove this
     // tag, so "src holds it" stays true once checked; only room in `dst`
     // can be lost to a racing plain insert.
+    // Acquire (stronger than needed): the value the CAS compares against;
+    // the stripe's Acquire already ordered this hold after earlier moves.
     let mut dst_word = t.word(dst).load(Ordering::Acquire);
     loop {
         let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
             return false;
         };
+        // Acquire (stronger than needed): every remove or move of this tag
+        // happened under this stripe, so the stripe's Acquire (paired with
+        // the previous holder's Release) already makes it visible here.
         if !bucket::contains::<L>(t.word(src).load(Ordering::Acquire), tag) {
             return false;
         }
-        // AcqRel: Release publishes the copy before the source is cleared
-        // (the clearing CAS is later in this thread and also Release).
+        // AcqRel (stronger than needed): a reader that sees the source
+        // cleared sees this copy through the clearing CAS's Release (later
+        // in this thread), not through this one's.
         match t
             .word(dst)
             .compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire)
@@ -216,12 +225,13 @@ pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
     // Then clear the source. Its Release half is what a validating reader
     // synchronises with when it sees the tag gone, and program order puts
     // the odd stripe version before it.
-    if !take::<L>(t.word(src), tag, shard) {
-        // Only `clear()` can empty `src` while we hold the stripe; undo the
-        // copy so a cleared filter does not grow a tag back.
-        take::<L>(t.word(dst), tag, shard);
-        return false;
-    }
+    let cleared = take::<L>(t.word(src), tag, shard);
+    // Under the stripe nothing can take the tag from `src`: removes and
+    // moves of it hold this stripe, and `clear` holds every stripe.
+    debug_assert!(
+        cleared,
+        "a tag left its source while its pair's stripe was held"
+    );
     Shard::bump(&shard.displacements);
     true
 }

@@ -62,9 +62,9 @@ impl Table {
         self.words.as_slice().len()
     }
 
-    /// Bytes of bucket words (the stripes are a fixed 32 KiB at most).
+    /// Heap bytes: bucket words plus version stripes (32 KiB at most).
     pub(crate) fn bytes(&self) -> usize {
-        self.buckets() * std::mem::size_of::<u64>()
+        (self.buckets() + self.stripe_count()) * std::mem::size_of::<u64>()
     }
 
     #[inline(always)]
@@ -110,6 +110,11 @@ impl Table {
     /// Number of version stripes.
     pub(crate) fn stripe_count(&self) -> usize {
         self.stripes.len()
+    }
+
+    /// Every version stripe, in index order.
+    pub(crate) fn stripes(&self) -> &[AtomicU64] {
+        &self.stripes
     }
 }
 

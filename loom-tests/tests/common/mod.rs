@@ -91,10 +91,16 @@ pub fn filter(canary: Canary) -> CuckooFilter {
 }
 
 /// Inserts `keys` in order, single-threaded (before any thread is spawned).
+///
+/// Uses `insert_unique`, which tries the key's first bucket before its
+/// second (plain `insert` picks the emptier one), so the layouts the models
+/// describe are the ones they get.
 pub fn fill(f: &CuckooFilter, keys: &[u64]) -> Result<(), String> {
     for &h in keys {
-        f.insert_hash(h)
-            .map_err(|e| format!("pre-fill insert of {h:#x}: {e:?}"))?;
+        match f.insert_unique_hash(h) {
+            Ok(true) => {}
+            other => return Err(format!("pre-fill insert of {h:#x}: {other:?}")),
+        }
     }
     Ok(())
 }
