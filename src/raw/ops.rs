@@ -199,38 +199,31 @@ fn emptier_first<L: Layout>(t: &Table, i1: usize, i2: usize) -> (usize, usize) {
 /// Writes `tag` into an empty lane of `word`; `false` if it has none.
 #[inline]
 pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
-    // Acquire: the CAS below compares against this value; no data depends on
-    // it beyond the word itself.
-    let mut current = word.load(Ordering::Acquire);
-    loop {
-        let Some(next) = bucket::with_tag::<L>(current, tag) else {
-            return false;
-        };
-        // AcqRel: Release publishes the tag (pairs with readers' Acquire
-        // loads). Being an RMW, of any ordering, is what continues the
-        // release sequence of earlier writers; the Acquire half is not
-        // needed by the protocol.
-        match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return true,
-            Err(seen) => {
-                Shard::bump(&shard.cas_retries);
-                current = seen;
-            }
-        }
-    }
+    update(word, shard, |w| bucket::with_tag::<L>(w, tag))
 }
 
 /// Clears one copy of `tag` from `word`; `false` if it holds none.
 #[inline]
 pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
-    // Acquire: as in `put`, only the value the CAS compares against.
+    update(word, shard, |w| bucket::without_tag::<L>(w, tag))
+}
+
+/// CASes `word` from its value `w` to `change(w)` until it succeeds, or
+/// returns `false` once `change` declines (`None`) for the current value.
+#[inline(always)]
+fn update(word: &AtomicU64, shard: &Shard, change: impl Fn(u64) -> Option<u64>) -> bool {
+    // Acquire (stronger than needed): only the value the CAS compares
+    // against.
     let mut current = word.load(Ordering::Acquire);
     loop {
-        let Some(next) = bucket::without_tag::<L>(current, tag) else {
+        let Some(next) = change(current) else {
             return false;
         };
-        // AcqRel: as in `put`; the Release half is what a validating reader
-        // synchronises with when it observes the tag gone.
+        // AcqRel: the Release half publishes the change: readers' Acquire
+        // bucket loads pair with it (a tag put, or a move's source clear
+        // that a validating reader then detects through the stripe). Being
+        // an RMW, of any ordering, is what continues the release sequence
+        // of earlier writers; the Acquire half is not needed.
         match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return true,
             Err(seen) => {
