@@ -24,7 +24,7 @@
 //! | `koel12` | `koel::CuckooFilter`, 12-bit tags, 5 per bucket |
 //! | `cuckoofilter` | `cuckoofilter::CuckooFilter::<DefaultHasher>::with_capacity(n)`, as shipped (SipHash-1-3) |
 //! | `cuckoofilter_ahash` | `cuckoofilter::CuckooFilter::<ahash::AHasher>::with_capacity(n)`: same hash family as koel |
-//! | `koel16_pinned` | koel16 lookups under one `CuckooFilter::pin()` for the whole loop |
+//! | `koel16_pinned` | koel16 lookups under one `CuckooFilter::pin()` for the whole loop (per thread in `mt_read`) |
 //! | `koel16_batch` | koel16 `contains_many` over 4096 keys (one pin, prefetch 8 keys ahead) |
 //! | `koel16_insert_many` | koel16 `fill` as one `insert_many` batch |
 //! | `rwlock_cuckoofilter_ahash` | `std::sync::RwLock` around `cuckoofilter_ahash` (multi-thread groups) |
@@ -968,14 +968,70 @@ impl MtFixture {
     }
 }
 
+/// `mt_read`; with `pinned` (koel only) each thread does its lookups under
+/// one `CuckooFilter::pin()` handle instead of pinning per call.
 fn bench_mt_read<F: Shared>(
     g: &mut Group<'_>,
     mt: &MtFixture,
     lazy: &Lazy<Arc<F>>,
     threads: usize,
 ) {
+    bench_mt_read_with(g, mt, lazy, lazy.name, threads, |f, probes, i| {
+        u64::from(f.contains(probes[i]))
+    });
+}
+
+fn bench_mt_read_pinned(
+    g: &mut Group<'_>,
+    mt: &MtFixture,
+    lazy: &Lazy<Arc<koel::CuckooFilter>>,
+    threads: usize,
+) {
     let offset = Cell::new(0);
-    g.bench_function(BenchmarkId::new(lazy.name, format!("{threads}t")), |b| {
+    g.bench_function(
+        BenchmarkId::new("koel16_pinned", format!("{threads}t")),
+        |b| {
+            let filter = mt.loaded(lazy);
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(threads as u64) as usize;
+                let base = offset.get();
+                offset.set((base + per_thread) % POOL);
+                let probes = &mt.probes;
+                let elapsed = run_rounds(
+                    &filter,
+                    threads,
+                    1,
+                    |f, tid, _| {
+                        let p = f.pin();
+                        let mut i = (base + tid * (POOL / threads)) % POOL;
+                        let mut hits = 0u64;
+                        for _ in 0..per_thread {
+                            hits += u64::from(p.contains(&probes[i]));
+                            i += 1;
+                            if i == POOL {
+                                i = 0;
+                            }
+                        }
+                        black_box(hits);
+                    },
+                    |_, _, _| {},
+                );
+                per_iters(elapsed, (per_thread * threads) as u64, iters)
+            });
+        },
+    );
+}
+
+fn bench_mt_read_with<F: Shared>(
+    g: &mut Group<'_>,
+    mt: &MtFixture,
+    lazy: &Lazy<Arc<F>>,
+    name: &str,
+    threads: usize,
+    lookup: impl Fn(&F, &[u64], usize) -> u64 + Sync,
+) {
+    let offset = Cell::new(0);
+    g.bench_function(BenchmarkId::new(name, format!("{threads}t")), |b| {
         let filter = mt.loaded(lazy);
         b.iter_custom(|iters| {
             let per_thread = iters.div_ceil(threads as u64) as usize;
@@ -990,7 +1046,7 @@ fn bench_mt_read<F: Shared>(
                     let mut i = (base + tid * (POOL / threads)) % POOL;
                     let mut hits = 0u64;
                     for _ in 0..per_thread {
-                        hits += u64::from(f.contains(probes[i]));
+                        hits += lookup(f, probes, i);
                         i += 1;
                         if i == POOL {
                             i = 0;
@@ -1164,6 +1220,7 @@ fn multi_thread(c: &mut Criterion) {
     configure(&mut g, measure);
     for t in THREADS {
         bench_mt_read(&mut g, &mt, &mt.koel, t);
+        bench_mt_read_pinned(&mut g, &mt, &mt.koel, t);
         bench_mt_read(&mut g, &mt, &mt.rwlock, t);
     }
     g.finish();
@@ -1189,8 +1246,8 @@ fn multi_thread(c: &mut Criterion) {
 
 /// koel picks its layout at build time and dispatches on it per call. On a
 /// table that fits in L1, where nothing hides the overhead, this measures
-/// `contains_hash` (no key hashing) for both layouts. A hard-wired
-/// single-layout comparison point can be added to this group later.
+/// `contains_hash` (no key hashing) for both layouts, and for koel16
+/// through a path compiled for the 16-bit layout alone (`hardwired16`).
 fn dispatch(c: &mut Criterion) {
     let mut g = c.benchmark_group("dispatch");
     configure(&mut g, Duration::from_millis(1500));
