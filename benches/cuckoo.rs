@@ -968,67 +968,71 @@ impl MtFixture {
     }
 }
 
-/// `mt_read`; with `pinned` (koel only) each thread does its lookups under
-/// one `CuckooFilter::pin()` handle instead of pinning per call.
+/// Counts the hits of `hit` over `count` probes from `start`, wrapping.
+fn scan_probes(
+    probes: &[u64],
+    start: usize,
+    count: usize,
+    mut hit: impl FnMut(u64) -> bool,
+) -> u64 {
+    let mut i = start;
+    let mut hits = 0u64;
+    for _ in 0..count {
+        hits += u64::from(hit(probes[i]));
+        i += 1;
+        if i == probes.len() {
+            i = 0;
+        }
+    }
+    hits
+}
+
+/// `mt_read`: every thread looks up its share of the mixed probes.
 fn bench_mt_read<F: Shared>(
     g: &mut Group<'_>,
     mt: &MtFixture,
     lazy: &Lazy<Arc<F>>,
     threads: usize,
 ) {
-    bench_mt_read_with(g, mt, lazy, lazy.name, threads, |f, probes, i| {
-        u64::from(f.contains(probes[i]))
-    });
+    bench_mt_read_with(
+        g,
+        mt,
+        lazy,
+        lazy.name,
+        threads,
+        |f, probes, start, count| scan_probes(probes, start, count, |k| f.contains(k)),
+    );
 }
 
+/// `mt_read` for koel with one `CuckooFilter::pin()` handle per thread.
 fn bench_mt_read_pinned(
     g: &mut Group<'_>,
     mt: &MtFixture,
     lazy: &Lazy<Arc<koel::CuckooFilter>>,
     threads: usize,
 ) {
-    let offset = Cell::new(0);
-    g.bench_function(
-        BenchmarkId::new("koel16_pinned", format!("{threads}t")),
-        |b| {
-            let filter = mt.loaded(lazy);
-            b.iter_custom(|iters| {
-                let per_thread = iters.div_ceil(threads as u64) as usize;
-                let base = offset.get();
-                offset.set((base + per_thread) % POOL);
-                let probes = &mt.probes;
-                let elapsed = run_rounds(
-                    &filter,
-                    threads,
-                    1,
-                    |f, tid, _| {
-                        let p = f.pin();
-                        let mut i = (base + tid * (POOL / threads)) % POOL;
-                        let mut hits = 0u64;
-                        for _ in 0..per_thread {
-                            hits += u64::from(p.contains(&probes[i]));
-                            i += 1;
-                            if i == POOL {
-                                i = 0;
-                            }
-                        }
-                        black_box(hits);
-                    },
-                    |_, _, _| {},
-                );
-                per_iters(elapsed, (per_thread * threads) as u64, iters)
-            });
+    bench_mt_read_with(
+        g,
+        mt,
+        lazy,
+        "koel16_pinned",
+        threads,
+        |f, probes, start, count| {
+            let pinned = f.pin();
+            scan_probes(probes, start, count, |k| pinned.contains(&k))
         },
     );
 }
 
+/// Runs `scan(filter, probes, start, count)` on every thread, each over its
+/// own stretch of the probes.
 fn bench_mt_read_with<F: Shared>(
     g: &mut Group<'_>,
     mt: &MtFixture,
     lazy: &Lazy<Arc<F>>,
     name: &str,
     threads: usize,
-    lookup: impl Fn(&F, &[u64], usize) -> u64 + Sync,
+    scan: impl Fn(&F, &[u64], usize, usize) -> u64 + Sync,
 ) {
     let offset = Cell::new(0);
     g.bench_function(BenchmarkId::new(name, format!("{threads}t")), |b| {
@@ -1043,16 +1047,8 @@ fn bench_mt_read_with<F: Shared>(
                 threads,
                 1,
                 |f, tid, _| {
-                    let mut i = (base + tid * (POOL / threads)) % POOL;
-                    let mut hits = 0u64;
-                    for _ in 0..per_thread {
-                        hits += lookup(f, probes, i);
-                        i += 1;
-                        if i == POOL {
-                            i = 0;
-                        }
-                    }
-                    black_box(hits);
+                    let start = (base + tid * (POOL / threads)) % POOL;
+                    black_box(scan(f, probes, start, per_thread));
                 },
                 |_, _, _| {},
             );
