@@ -19,9 +19,24 @@ fn key(w: usize, i: u64) -> u64 {
 #[test]
 fn readers_never_miss_an_acknowledged_key_while_writers_fill_to_94_percent() {
     // Three rounds per layout: a race that a round misses, another may hit.
-    for bits in [16, 16, 16, 12, 12, 12] {
+    readers_vs_filling_writers(1_000_000, 3);
+}
+
+/// The long version, for CI's stress step:
+/// `cargo test --profile stress --test concurrent -- --ignored`.
+#[test]
+#[ignore = "long: run with --ignored under the stress profile"]
+fn long_readers_never_miss_while_writers_fill_to_94_percent() {
+    readers_vs_filling_writers(4_000_000, 6);
+}
+
+fn readers_vs_filling_writers(capacity: usize, rounds_per_layout: usize) {
+    let layouts = [16, 12]
+        .iter()
+        .flat_map(|&bits| std::iter::repeat_n(bits, rounds_per_layout));
+    for bits in layouts {
         let f = CuckooFilter::builder()
-            .capacity(1_000_000)
+            .capacity(capacity)
             .fingerprint_bits(bits)
             .build()
             .unwrap();
