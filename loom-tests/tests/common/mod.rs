@@ -120,6 +120,18 @@ macro_rules! ensure {
     };
 }
 
+/// `Err` unless the 4-bucket table holds exactly 16 tags, by both the item
+/// count and a scan of its slots.
+pub fn holds_sixteen(f: &CuckooFilter, s: &koel::Stats) -> Result<(), String> {
+    ensure!(
+        f.len() == 16 && s.occupied_slots == 16,
+        "len {} occupied {}",
+        f.len(),
+        s.occupied_slots
+    );
+    Ok(())
+}
+
 /// `Err` naming the first key of `keys` that is missing.
 pub fn all_present(f: &CuckooFilter, keys: &[u64], what: &str) -> Result<(), String> {
     for &h in keys {
