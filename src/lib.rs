@@ -86,6 +86,7 @@
 
 mod cuckoo;
 mod error;
+mod filter;
 mod hash;
 mod raw;
 mod sync;
@@ -98,6 +99,7 @@ pub use cuckoo::{
     BatchInsertError, CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY,
 };
 pub use error::{BuildError, InsertError};
+pub use filter::{Filter, FilterKind};
 
 // The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]

@@ -3,6 +3,7 @@
 mod batch;
 mod builder;
 mod pinned;
+pub(crate) mod snapshot;
 mod stats;
 
 pub use batch::BatchInsertError;

@@ -103,8 +103,13 @@ impl Counters {
 
     /// Zeroes the item count (statistics are kept: they describe history).
     pub(crate) fn reset_len(&self) {
-        for s in self.shards.iter() {
-            s.len.store(0, Relaxed);
+        self.set_len(0);
+    }
+
+    /// Sets the item count to `len` (kept in shard 0).
+    pub(crate) fn set_len(&self, len: i64) {
+        for (i, s) in self.shards.iter().enumerate() {
+            s.len.store(if i == 0 { len } else { 0 }, Relaxed);
         }
     }
 }

@@ -60,6 +60,11 @@ impl Geometry {
         }
     }
 
+    /// Buckets per region.
+    pub(crate) fn m0(&self) -> u64 {
+        self.m0
+    }
+
     pub(crate) fn generation(&self) -> u32 {
         self.generation
     }

@@ -97,6 +97,12 @@ impl Table {
         self.words.as_slice()
     }
 
+    /// The bucket words as native-endian bytes, for loading a saved table
+    /// into a table no other thread can see yet.
+    pub(crate) fn words_as_bytes_mut(&mut self) -> &mut [u8] {
+        self.words.as_bytes_mut()
+    }
+
     /// How hashes map to tags and buckets in this table.
     #[inline(always)]
     pub(crate) fn geometry(&self) -> &Geometry {

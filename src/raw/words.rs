@@ -59,6 +59,19 @@ mod std_words {
             // with `len == 0`, which is valid for an empty slice.
             unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
         }
+
+        /// The words as bytes, for filling a table before it is shared.
+        pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+            // SAFETY: the allocation holds `len * 8` initialised bytes (or
+            // is dangling with `len == 0`); `&mut self` makes this the only
+            // reference to it, and any byte pattern is a valid `AtomicU64`.
+            unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.ptr.as_ptr().cast::<u8>(),
+                    self.len * std::mem::size_of::<AtomicU64>(),
+                )
+            }
+        }
     }
 
     impl Drop for Words {
@@ -96,6 +109,11 @@ mod loom_words {
 
         pub(crate) fn as_slice(&self) -> &[AtomicU64] {
             &self.0
+        }
+
+        /// Loading saved tables is not modelled under loom.
+        pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+            unimplemented!("loom models do not load saved tables")
         }
     }
 }

@@ -1,0 +1,158 @@
+//! The two hooks persistence needs: a consistent view of the table while
+//! writers run, and a filter rebuilt from saved words.
+//!
+//! Not public API: `crate::persist` owns the file format.
+
+// Used by persistence, which lands next; until then only the tests call it.
+#![allow(dead_code)]
+
+use super::{CuckooFilter, LayoutKind};
+use crate::hash::KeyHasher;
+use crate::raw::counters::Counters;
+use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
+use crate::raw::table::{StripeLock, Table};
+use crate::sync::{epoch, AtomicU64};
+
+/// What a saved cuckoo filter is made of. `words` stay atomics: plain
+/// inserts may still fill empty slots while the view is held, so read them
+/// with `Relaxed` loads.
+pub(crate) struct SnapshotView<'a> {
+    pub(crate) layout: LayoutKind,
+    pub(crate) seed: u64,
+    pub(crate) m0: u64,
+    pub(crate) generation: u32,
+    pub(crate) words: &'a [AtomicU64],
+}
+
+/// Why saved parts cannot make a filter.
+#[derive(Debug)]
+pub(crate) enum FromPartsError {
+    /// `m0` is odd or outside `MIN_M0..=MAX_M0`.
+    BadM0(u64),
+    /// `generation` leaves too few tag bits, or `m0 << generation` buckets
+    /// do not fit in memory addresses.
+    BadGeneration(u32),
+    /// The allocator refused `bytes`.
+    Allocation { bytes: usize },
+    /// `fill` failed.
+    Fill(std::io::Error),
+}
+
+impl CuckooFilter {
+    /// Runs `f` on a view of the table in which no tag moves and none is
+    /// removed: every item whose insert completed before this call and
+    /// that no remove took is in `view.words`. Writers that must move or
+    /// remove a tag wait until `f` returns; plain inserts into free slots
+    /// and all reads go on.
+    pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        // Holding every stripe excludes each displacement hop and each
+        // remove, which are the only ways a tag leaves a bucket.
+        let _all: Vec<StripeLock<'_>> = t.stripes().iter().map(StripeLock::acquire).collect();
+        let geo = t.geometry();
+        f(&SnapshotView {
+            layout: self.layout,
+            seed: self.hasher.seed(),
+            m0: geo.m0(),
+            generation: geo.generation(),
+            words: t.words(),
+        })
+    }
+
+    /// A filter from saved parts: `fill` receives the zeroed table as
+    /// little-endian bytes (`8 * (m0 << generation)` of them) and writes the
+    /// saved words into it. `len` becomes the item count.
+    ///
+    /// Validates the geometry before allocating anything.
+    pub(crate) fn from_parts(
+        layout: LayoutKind,
+        seed: u64,
+        m0: u64,
+        generation: u32,
+        len: u64,
+        fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
+    ) -> Result<CuckooFilter, FromPartsError> {
+        if m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&m0) {
+            return Err(FromPartsError::BadM0(m0));
+        }
+        // Each generation spends one tag bit on the region; keep at least 4.
+        let fits = generation + 4 <= layout.tag_bits()
+            && (m0 << generation)
+                .checked_mul(8)
+                .is_some_and(|b| usize::try_from(b).is_ok());
+        if !fits {
+            return Err(FromPartsError::BadGeneration(generation));
+        }
+        let mut table = Table::new(Geometry::new(m0, generation))
+            .map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
+        fill(table.words_as_bytes_mut()).map_err(FromPartsError::Fill)?;
+        let counters = Counters::default();
+        counters.set_len(i64::try_from(len).unwrap_or(i64::MAX));
+        Ok(CuckooFilter {
+            table: epoch::Atomic::new(table),
+            layout,
+            hasher: KeyHasher::new(seed),
+            counters,
+        })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::Ordering;
+
+    #[test]
+    fn parts_round_trip_gives_identical_answers() {
+        let f = CuckooFilter::builder()
+            .capacity(5000)
+            .seed(9)
+            .build()
+            .unwrap();
+        for k in 0..4000u32 {
+            f.insert(&k).unwrap();
+        }
+        let (m0, generation, bytes) = f.with_snapshot(|v| {
+            let bytes: Vec<u8> = v
+                .words
+                .iter()
+                .flat_map(|w| w.load(Ordering::Relaxed).to_ne_bytes())
+                .collect();
+            (v.m0, v.generation, bytes)
+        });
+        let g =
+            CuckooFilter::from_parts(f.layout, f.seed(), m0, generation, f.len() as u64, |dst| {
+                dst.copy_from_slice(&bytes);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(g.len(), 4000);
+        for k in 0..20_000u32 {
+            assert_eq!(f.contains(&k), g.contains(&k), "key {k}");
+        }
+    }
+
+    #[test]
+    fn bad_parts_are_refused_before_allocating() {
+        let l = LayoutKind::Tags16x4;
+        let never = |_: &mut [u8]| -> std::io::Result<()> { panic!("must not fill") };
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 63, 0, 0, never),
+            Err(FromPartsError::BadM0(63))
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 1 << 40, 0, 0, never),
+            Err(FromPartsError::BadM0(_))
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 13, 0, never),
+            Err(FromPartsError::BadGeneration(13))
+        ));
+        // 2^44 buckets pass the checks, and the allocator refuses them.
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 1 << 32, 12, 0, never),
+            Err(FromPartsError::Allocation { .. })
+        ));
+    }
+}
