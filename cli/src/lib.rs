@@ -1,0 +1,38 @@
+//! The `koel` command-line tool, as a library so that its commands can be
+//! tested directly (e.g. the stress checker against a filter that loses
+//! keys). The binary in `main.rs` only parses arguments and reports errors.
+//!
+//! Every command returns an [`Outcome`]; errors are `anyhow` chains printed
+//! as one line.
+
+pub mod filters;
+pub mod human;
+pub mod keys;
+pub mod latency;
+pub mod parse;
+pub mod plot;
+pub mod progress;
+pub mod stress;
+
+/// How a command ended, as the process exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Success,
+    /// Exit 1: the command ran, and its check failed (stress saw a false
+    /// negative).
+    CheckFailed,
+}
+
+/// Exit status of a usage or runtime error (bad flag, missing file, ...).
+pub const EXIT_ERROR: u8 = 2;
+
+impl Outcome {
+    /// The process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Outcome::Success => 0,
+            Outcome::CheckFailed => 1,
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! `koel`: concurrent approximate set membership from the command line.
+
+use clap::{Parser, Subcommand};
+use koel_cli::{stress, EXIT_ERROR};
+use std::process::ExitCode;
+
+const EXAMPLES: &str = "\
+Examples:
+  koel stress                         # 10-second concurrency stress test with a correctness check
+  koel stress --help                  # its options
+
+Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
+
+/// Concurrent approximate set membership (cuckoo filter) from the command line.
+#[derive(Parser, Debug)]
+#[command(name = "koel", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs an operation mix on N threads against one shared filter, checks
+    /// for false negatives, reports throughput and latency percentiles.
+    Stress(stress::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let result = match cli.command {
+        Command::Stress(args) => stress::main(args),
+    };
+    match result {
+        Ok(outcome) => ExitCode::from(outcome.code()),
+        Err(e) => {
+            // `{:#}` prints the whole context chain on one line.
+            eprintln!("koel: error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Help and version go to stdout as usual; a usage error becomes one line on
+/// stderr (clap's first line, which names the flag and the problem).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
+        }
+        _ => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("koel: error: {first} (see koel --help)");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
