@@ -1,13 +1,14 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{stress, EXIT_ERROR};
+use koel_cli::{dedup, stress, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
 Examples:
   koel stress                         # 10-second concurrency stress test with a correctness check
-  koel stress --help                  # its options
+  koel dedup events.log > unique.log  # drop repeated records, keep input order
+  koel help stress                    # the options of one command
 
 Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
 
@@ -24,6 +25,9 @@ enum Command {
     /// Runs an operation mix on N threads against one shared filter, checks
     /// for false negatives, reports throughput and latency percentiles.
     Stress(stress::Args),
+    /// Writes each record the first time its key is seen, in input order,
+    /// on N threads sharing one cuckoo filter.
+    Dedup(dedup::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Stress(args) => stress::main(args),
+        Command::Dedup(args) => dedup::main(args),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
