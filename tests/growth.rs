@@ -354,3 +354,36 @@ fn insert_unique_across_growth_has_one_winner_per_key() {
     );
     assert_eq!(f.len(), wins);
 }
+
+/// After `g` doublings the measured false-positive rate (4M fresh keys) is
+/// within 1.3x of the documented estimate `1 - (1 - 2^g/V)^(2 b load)`,
+/// for g = 0..4 with the default layout, each at >= 93% load.
+#[test]
+fn fpr_after_each_doubling_matches_the_estimate() {
+    let f = growing(100_000, 16, 14);
+    let mut keys = Keys(15);
+    for g in 0..=4u32 {
+        // Grow to generation g, then fill it to 93% without growing again.
+        while f.generation() < g || (f.len() as f64) < 0.93 * f.capacity() as f64 {
+            f.insert(&keys.next().unwrap()).unwrap();
+        }
+        assert_eq!(f.generation(), g);
+        let expected = f.false_positive_rate();
+        // Fresh keys: a disjoint stream.
+        let probes = 4_000_000u64;
+        let hits = Keys(0xF00D + u64::from(g))
+            .take(probes as usize)
+            .filter(|k| f.contains(&(k | 1 << 63)))
+            .count();
+        let measured = hits as f64 / probes as f64;
+        let ratio = measured / expected;
+        eprintln!(
+            "generation {g}: load {:.3}, FPR measured {measured:.3e}, expected {expected:.3e}, ratio {ratio:.3}",
+            f.load_factor()
+        );
+        assert!(
+            (1.0 / 1.3..=1.3).contains(&ratio),
+            "generation {g}: FPR {measured:.3e} vs expected {expected:.3e}"
+        );
+    }
+}

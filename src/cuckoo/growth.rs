@@ -204,6 +204,10 @@ impl CuckooFilter {
             // hold guards pinned before this point, and the collector frees
             // `t` only after all of them are unpinned.
             unsafe { guard.defer_destroy(old) };
+            // A retired table is large: move it from this thread's bag of
+            // deferred frees (which is only flushed when it fills) to the
+            // global queue, so any thread's next collection frees it.
+            guard.flush();
         }
     }
 
