@@ -22,8 +22,11 @@ pub struct Snapshot {
     pub generation: u32,
     /// Tags moved by displacement (cuckoo).
     pub displacements: Option<u64>,
-    /// Inserts refused because the filter was full.
+    /// Inserts that found a full table (each starts a doubling, or fails
+    /// if growth is refused).
     pub insert_failures: Option<u64>,
+    /// Doublings refused (FPR or memory bound).
+    pub growth_refusals: Option<u64>,
 }
 
 /// A [`Filter`] as the commands use it: everything the trait offers, a
@@ -58,6 +61,11 @@ pub trait CliFilter: Filter {
     fn describe(&self) -> String {
         self.kind().name().to_string()
     }
+
+    /// Times the table has doubled (cheap: no table scan).
+    fn generation(&self) -> u32 {
+        0
+    }
 }
 
 impl CliFilter for CuckooFilter {
@@ -72,6 +80,7 @@ impl CliFilter for CuckooFilter {
             generation: s.generation,
             displacements: Some(s.displacements),
             insert_failures: Some(s.insert_failures),
+            growth_refusals: Some(s.growth_refusals),
         }
     }
 
@@ -79,6 +88,10 @@ impl CliFilter for CuckooFilter {
         // `&[u8]` hashes exactly like `[u8]`, so this is `hash_bytes`'s
         // hash, with one pin and prefetching for the whole batch.
         self.insert_unique_many(keys, out).map_err(|e| e.error)
+    }
+
+    fn generation(&self) -> u32 {
+        CuckooFilter::generation(self)
     }
 
     fn describe(&self) -> String {
@@ -159,6 +172,9 @@ impl Filter for LossyFilter {
 impl CliFilter for LossyFilter {
     fn snapshot(&self) -> Snapshot {
         self.inner.snapshot()
+    }
+    fn generation(&self) -> u32 {
+        self.inner.generation()
     }
     fn describe(&self) -> String {
         format!(

@@ -75,7 +75,7 @@ fn throughput(
     let growth = if r.growth_events.is_empty() {
         "no growth event in this run".to_string()
     } else {
-        format!("{} growth events (orange lines)", r.growth_events.len())
+        format!("{} growth events", r.growth_events.len())
     };
     let mut chart = ChartBuilder::on(area)
         .caption(
@@ -107,14 +107,35 @@ fn throughput(
             human::rate(r.ops_per_sec)
         ))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], OP_COLORS[0].stroke_width(3)));
+    // Doublings seen at the same tick share one line: "gen 1-5".
+    let mut groups: Vec<(f64, u32, u32)> = Vec::new();
     for g in &r.growth_events {
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![(g.t_secs, 0.0), (g.t_secs, y_max)],
+        match groups.last_mut() {
+            Some(last) if last.0 == g.t_secs => last.2 = g.generation,
+            _ => groups.push((g.t_secs, g.generation, g.generation)),
+        }
+    }
+    for (i, &(t, first, last)) in groups.iter().enumerate() {
+        let line = chart.draw_series(std::iter::once(PathElement::new(
+            vec![(t, 0.0), (t, y_max)],
             GROWTH_COLOR.stroke_width(2),
         )))?;
+        if i == 0 {
+            line.label("table doubled (label: new generation)")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], GROWTH_COLOR.stroke_width(2))
+                });
+        }
+        let label = if first == last {
+            format!(" gen {first}")
+        } else {
+            format!(" gen {first}-{last}")
+        };
+        // Staggered heights keep the labels of close events apart.
+        let height = y_max * (0.95 - 0.07 * (i % 4) as f64);
         chart.draw_series(std::iter::once(Text::new(
-            format!("gen {}", g.generation),
-            (g.t_secs, y_max * 0.97),
+            label,
+            (t, height),
             ("sans-serif", 16).into_font().color(&GROWTH_COLOR),
         )))?;
     }

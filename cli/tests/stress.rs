@@ -290,3 +290,40 @@ fn bad_options_are_one_line_errors() {
     );
     assert_one_line_error(&["frobnicate"], "frobnicate");
 }
+
+#[test]
+fn growth_events_are_reported_when_the_filter_doubles() {
+    let out = koel()
+        .args([
+            "stress",
+            "--duration",
+            "0.5",
+            "--items",
+            "100k",
+            "--capacity",
+            "2k",
+            "--prefill",
+            "0",
+            "--mix",
+            "read=50,insert=50",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let generation = v["snapshot"]["generation"].as_u64().unwrap();
+    let events = v["growth_events"].as_array().unwrap();
+    assert!(generation >= 1, "a 2k filter given 50k keys must double");
+    assert_eq!(
+        events.len() as u64,
+        generation,
+        "one event per doubling: {events:?}"
+    );
+    assert_eq!(v["check"]["final_false_negatives"], 0);
+}

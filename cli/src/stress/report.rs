@@ -63,7 +63,7 @@ pub struct OpReport {
 /// A table doubling, as seen by the sampler.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GrowthEvent {
-    /// Seconds into the run (within half a second of the event).
+    /// Seconds into the run (within 100 ms of the event).
     pub t_secs: f64,
     /// The new generation.
     pub generation: u32,
@@ -160,7 +160,7 @@ impl StressReport {
         }
         writeln!(
             s,
-            ", inserts refused (full) {}",
+            ", inserts refused {}",
             human::count(self.check.inserts_refused_full)
         )?;
         for g in &self.growth_events {

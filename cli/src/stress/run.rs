@@ -367,8 +367,8 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
     r
 }
 
-/// Until the duration is over: records throughput every tick and growth
-/// events (generation changes) every few ticks, and drives the progress bar.
+/// Until the duration is over: records throughput and growth events
+/// (generation changes) every tick, and drives the progress bar.
 fn sample(
     shared: &Shared<'_>,
     start: Instant,
@@ -385,7 +385,7 @@ fn sample(
             .map(|d| d.0.load(Ordering::Relaxed))
             .sum()
     };
-    let mut generation = shared.filter.snapshot().generation;
+    let mut generation = shared.filter.generation();
     let (mut last_t, mut last_ops) = (0.0, 0);
     let mut tick = 0u32;
     loop {
@@ -398,19 +398,20 @@ fn sample(
         let t = start.elapsed().as_secs_f64();
         let ops = done();
         let rate = (ops - last_ops) as f64 / (t - last_t);
-        // The snapshot scans the table: every fifth tick is enough to
-        // place growth events within half a second.
+        let now = shared.filter.generation();
+        // Two doublings within one tick are two events at the same time.
+        let len = shared.filter.len() as u64;
+        for g in generation + 1..=now {
+            growth.push(GrowthEvent {
+                t_secs: t,
+                generation: g,
+                len,
+            });
+        }
+        generation = generation.max(now);
+        // The snapshot scans the table: the load every fifth tick is enough.
         let load = if tick % 5 == 0 {
-            let s = shared.filter.snapshot();
-            if s.generation != generation {
-                growth.push(GrowthEvent {
-                    t_secs: t,
-                    generation: s.generation,
-                    len: s.len as u64,
-                });
-                generation = s.generation;
-            }
-            s.load_factor
+            shared.filter.snapshot().load_factor
         } else {
             None
         };
