@@ -27,6 +27,8 @@ pub struct StressReport {
     pub prefilled: u64,
     /// Seconds the prefill took.
     pub prefill_secs: f64,
+    /// Table generation when the timed run started (after the prefill).
+    pub start_generation: u32,
     /// Seconds of the timed run.
     pub duration_secs: f64,
     /// Filter operations in the timed run.
@@ -100,12 +102,16 @@ impl StressReport {
             self.keys,
             self.mix
         )?;
-        writeln!(
+        write!(
             s,
             "prefill      {} keys in {:.2} s",
             human::count(self.prefilled),
             self.prefill_secs
         )?;
+        if self.start_generation > 0 {
+            write!(s, " (the table doubled {} times)", self.start_generation)?;
+        }
+        writeln!(s)?;
         writeln!(
             s,
             "throughput   {} ops in {:.2} s: {}ops/s",

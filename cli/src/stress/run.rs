@@ -116,6 +116,8 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
     );
     let mut timeline = Vec::new();
     let mut growth = Vec::new();
+    // Read before any worker starts, so no doubling of the run is missed.
+    let start_generation = filter.generation();
     let (results, elapsed) = std::thread::scope(|scope| {
         let workers: Vec<_> = gens
             .into_iter()
@@ -126,7 +128,14 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
             })
             .collect();
         let start = Instant::now();
-        sample(&shared, start, &bar, &mut timeline, &mut growth);
+        sample(
+            &shared,
+            start,
+            start_generation,
+            &bar,
+            &mut timeline,
+            &mut growth,
+        );
         // Relaxed: a stop flag; the joins below synchronise the results.
         shared.stop.store(true, Ordering::Relaxed);
         let results: Vec<Option<WorkerResult>> =
@@ -163,6 +172,7 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
         seed: config.seed,
         prefilled,
         prefill_secs,
+        start_generation,
         duration_secs: secs,
         ops: total,
         ops_per_sec: total as f64 / secs,
@@ -372,6 +382,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
 fn sample(
     shared: &Shared<'_>,
     start: Instant,
+    start_generation: u32,
     bar: &indicatif::ProgressBar,
     timeline: &mut Vec<TimelinePoint>,
     growth: &mut Vec<GrowthEvent>,
@@ -385,7 +396,7 @@ fn sample(
             .map(|d| d.0.load(Ordering::Relaxed))
             .sum()
     };
-    let mut generation = shared.filter.generation();
+    let mut generation = start_generation;
     let (mut last_t, mut last_ops) = (0.0, 0);
     let mut tick = 0u32;
     loop {
