@@ -329,3 +329,37 @@ fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
 fn thousands(n: usize) -> String {
     koel_cli::human::count(n as u64)
 }
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let input: String = (0..400_000).map(|i| format!("line-{i}\n")).collect();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("koel"))
+        .arg("dedup")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    // Read one line, then close our end: like `koel dedup | head -1`.
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    assert_eq!(&first, b"line-0\n");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("error") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_absurd_expected_size_is_one_error_line() {
+    assert_one_line_error(&["dedup", "--expected", "1000G", "/dev/null"], "too large");
+}

@@ -35,10 +35,21 @@ impl Word {
 
 impl Truth {
     /// `items` keys, all absent.
-    pub fn new(items: u64) -> Self {
-        Truth {
-            words: (0..items).map(|_| AtomicU32::new(0)).collect(),
-        }
+    ///
+    /// # Errors
+    ///
+    /// If the allocator refuses the words (4 bytes per key).
+    pub fn new(items: u64) -> anyhow::Result<Self> {
+        let n = usize::try_from(items)?;
+        let mut words = Vec::new();
+        words.try_reserve_exact(n).map_err(|_| {
+            anyhow::anyhow!(
+                "cannot allocate the ground truth for {items} keys ({} bytes): lower --items",
+                n.saturating_mul(4)
+            )
+        })?;
+        words.extend((0..n).map(|_| AtomicU32::new(0)));
+        Ok(Truth { words })
     }
 
     /// The word of `key` before a lookup.
@@ -163,7 +174,7 @@ mod tests {
 
     #[test]
     fn words_track_presence_and_change_on_every_set() {
-        let t = Truth::new(4);
+        let t = Truth::new(4).unwrap();
         let w0 = t.before(2);
         assert!(!w0.present());
         t.set(2, w0, true);

@@ -100,7 +100,7 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
         .collect::<anyhow::Result<Vec<_>>>()?;
     let shared = Shared {
         filter,
-        truth: Truth::new(config.items),
+        truth: Truth::new(config.items)?,
         stop: AtomicBool::new(false),
         done: (0..threads).map(|_| Padded::default()).collect(),
         config,
