@@ -25,6 +25,14 @@ pub enum Outcome {
     CheckFailed,
 }
 
+/// `--threads`, or the number of cores.
+pub fn threads(arg: Option<u32>) -> usize {
+    match arg {
+        Some(t) => t as usize,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    }
+}
+
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).
 pub const EXIT_ERROR: u8 = 2;
 
