@@ -174,7 +174,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let capacity = usize::try_from(capacity).context("--capacity does not fit in memory")?;
     if let Some(path) = &args.plot {
         // Fail before a 10-second run, not after it.
-        plot::check_writable(path)?;
+        crate::check_writable(path)?;
     }
     let filter = filters::build(args.kind, capacity, args.fingerprint_bits, args.seed)?;
     let config = Config {
