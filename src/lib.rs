@@ -84,6 +84,8 @@
 
 #![warn(missing_docs)]
 
+mod advise;
+mod bloom;
 mod cuckoo;
 mod error;
 mod filter;
@@ -95,10 +97,12 @@ mod sync;
 #[doc(hidden)]
 pub mod loom_support;
 
+pub use advise::{advise, Configuration, GrowthPlan, Recommendation, Requirements, SetSize};
+pub use bloom::{BloomFilter, BloomFilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
 pub use cuckoo::{
     BatchInsertError, CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY,
 };
-pub use error::{BuildError, InsertError};
+pub use error::{AdviseError, BuildError, InsertError, UnionError};
 pub use filter::{Filter, FilterKind};
 
 // The README's Rust examples compile and run as doc tests.
@@ -115,5 +119,7 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<CuckooFilter>();
         assert_send_sync::<std::sync::Arc<CuckooFilter>>();
+        assert_send_sync::<BloomFilter>();
+        assert_send_sync::<std::sync::Arc<BloomFilter>>();
     }
 }
