@@ -4,7 +4,7 @@
 mod common;
 
 use common::Keys;
-use koel::{advise, AdviseError, Configuration, Filter, FilterKind, Requirements, SetSize};
+use koel::{advise, AdviseError, Configuration, FilterKind, Requirements, SetSize};
 
 /// Builds what `rec` recommends, fills it with `items` keys, and checks
 /// memory (within 10%) and measured FPR (within 1.3x) against the report.
