@@ -18,7 +18,8 @@
 //! | `koel_bloom` | `koel::BloomFilter`, capacity n, p = 1.2e-4 (the cuckoo filter's rate; k = 16, ~23 bits/item) |
 //! | `koel_bloom_batch` | the same, through `contains_many` / `insert_many` over 4096 keys |
 //! | `fastbloom_atomic` | `fastbloom::AtomicBloomFilter::with_num_bits(koel's bits).hasher(ahash).expected_items(n)` |
-//! | `fastbloom` | `fastbloom::BloomFilter`, same (single thread only: it needs `&mut` to insert) |
+//! | `fastbloom_atomic_fp` | `fastbloom::AtomicBloomFilter::with_false_pos(1.2e-4).hasher(ahash).expected_items(n)`: koel's rate, fewer bits (single thread) |
+//! | `fastbloom` | `fastbloom::BloomFilter`, same bits as koel (single thread only: it needs `&mut` to insert) |
 //! | `koel_cuckoo16` | `koel::CuckooFilter`, capacity n, 16-bit tags (FPR ~1.2e-4 at 95% load) |
 //!
 //! fastbloom is an unblocked Bloom filter: at the same bits per item its
@@ -199,6 +200,13 @@ fn fast_atomic(n: usize) -> FastAtomic {
         .expected_items(n)
 }
 
+/// fastbloom sized for koel's target rate (fewer bits than koel).
+fn fast_atomic_fp(n: usize) -> FastAtomic {
+    fastbloom::AtomicBloomFilter::with_false_pos(FPR)
+        .hasher(ahash_state())
+        .expected_items(n)
+}
+
 fn fast_plain(n: usize) -> FastPlain {
     let bits = koel_bloom(n).memory_usage() * 8;
     fastbloom::BloomFilter::with_num_bits(bits)
@@ -214,6 +222,7 @@ struct Filled {
     absent: Vec<u64>,
     bloom: Arc<koel::BloomFilter>,
     atomic: Arc<FastAtomic>,
+    atomic_fp: FastAtomic,
     plain: FastPlain,
     cuckoo: Arc<koel::CuckooFilter>,
 }
@@ -228,11 +237,13 @@ impl Filled {
         let absent = keys(ABSENT_BASE, POOL);
         let mut bloom = koel_bloom(n);
         let mut atomic = fast_atomic(n);
+        let mut atomic_fp = fast_atomic_fp(n);
         let mut plain = fast_plain(n);
         let mut cuckoo = koel_cuckoo(n);
         for &k in &inserted {
             Single::insert(&mut bloom, k);
             Single::insert(&mut atomic, k);
+            Single::insert(&mut atomic_fp, k);
             Single::insert(&mut plain, k);
             Single::insert(&mut cuckoo, k);
         }
@@ -267,6 +278,7 @@ impl Filled {
             absent,
             bloom: Arc::new(bloom),
             atomic: Arc::new(atomic),
+            atomic_fp,
             plain,
             cuckoo: Arc::new(cuckoo),
         }
@@ -402,6 +414,9 @@ fn single_thread(c: &mut Criterion) {
             g.bench_function("fastbloom_atomic", |b| {
                 b.iter_custom(|it| time_lookups(it, pool, |k| f.atomic.contains(&k)))
             });
+            g.bench_function("fastbloom_atomic_fp", |b| {
+                b.iter_custom(|it| time_lookups(it, pool, |k| f.atomic_fp.contains(&k)))
+            });
             g.bench_function("fastbloom", |b| {
                 b.iter_custom(|it| time_lookups(it, pool, |k| f.plain.contains(&k)))
             });
@@ -438,6 +453,12 @@ fn single_thread(c: &mut Criterion) {
             b.iter_custom(|it| time_inserts(&mut filler, it, &mut atomic))
         });
         drop(atomic);
+        let mut atomic_fp = fast_atomic_fp(n);
+        let mut filler = Filler::new(n);
+        g.bench_function("fastbloom_atomic_fp", |b| {
+            b.iter_custom(|it| time_inserts(&mut filler, it, &mut atomic_fp))
+        });
+        drop(atomic_fp);
         let mut plain = fast_plain(n);
         let mut filler = Filler::new(n);
         g.bench_function("fastbloom", |b| {

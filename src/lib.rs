@@ -75,6 +75,25 @@
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
 //!
+//! ## The Bloom sibling, and choosing between them
+//!
+//! [`BloomFilter`] is a concurrent blocked Bloom filter for insert-only
+//! sets: one 64-byte block (one cache line) per key, bits set with atomic
+//! `fetch_or`, sized from a capacity and a target false-positive rate with
+//! the blocked layout's exact false-positive model. [`advise`] turns what a
+//! set needs (items, rate, deletes, growth) into a recommendation with its
+//! memory and expected rate. Both filter kinds implement [`Filter`].
+//!
+//! ```
+//! let rec = koel::advise(koel::Requirements::new(1_000_000, 1e-3))?;
+//! assert_eq!(rec.kind, Some(koel::FilterKind::Bloom));
+//! let bloom = koel::BloomFilter::new(1_000_000, 1e-3);
+//! assert_eq!(bloom.memory_usage(), rec.memory_bytes);
+//! bloom.insert("alice");
+//! assert!(bloom.contains("alice"));
+//! # Ok::<(), koel::AdviseError>(())
+//! ```
+//!
 //! ## Hash portability
 //!
 //! Keys are hashed with a seeded `ahash`. Its output can change across
