@@ -13,7 +13,8 @@ use crate::bloom::{self, BloomFilter};
 use crate::cuckoo::LayoutKind;
 use crate::error::{AdviseError, BuildError};
 use crate::filter::{Filter, FilterKind};
-use crate::CuckooFilter;
+use crate::raw::table::Table;
+use crate::{CuckooFilter, Growth};
 
 /// How a set's size changes over its life.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -122,12 +123,12 @@ pub struct GrowthPlan {
     pub initial_memory_bytes: usize,
     /// The false-positive rate at full load before growing.
     pub initial_false_positive_rate: f64,
-    /// The false-positive rate at full load after `doublings` doublings:
-    /// each doubling spends one tag bit, so about the initial rate times
-    /// `2^doublings`.
+    /// The false-positive rate holding `items * expected_factor` items
+    /// after `doublings` doublings: each doubling spends one tag bit, so
+    /// about the initial rate times `2^doublings`.
     pub false_positive_rate_after: f64,
-    /// The growth cap to configure: the filter refuses to grow past this
-    /// rate (the requested rate, or the default cap 1e-2 if lower).
+    /// The growth cap to configure (`max_false_positive_rate`, the
+    /// requested rate): the filter refuses a doubling past it.
     pub max_false_positive_rate: f64,
 }
 
@@ -179,15 +180,17 @@ pub struct Recommendation {
     pub meets_requirements: bool,
     /// Why this choice, in one paragraph.
     pub reason: String,
+    /// The rate asked for.
+    requested_fpr: f64,
 }
 
 impl Recommendation {
     /// Builds the recommended filter, or `Ok(None)` for the exact store.
     ///
-    /// For a cuckoo filter that must grow, the table is sized for the
-    /// expected final size without growth (so it holds it at the initial
-    /// false-positive rate, with the memory of `memory_bytes` up front):
-    /// online growth is not in the builder yet.
+    /// A cuckoo filter gets online growth ([`Growth::Double`]) capped at
+    /// the requested false-positive rate: a growing plan starts at its
+    /// initial capacity, a fixed one holds its items without growing and
+    /// only grows (within the rate) if more arrive.
     ///
     /// ```
     /// let rec = koel::advise(koel::Requirements::new(10_000, 0.01))?;
@@ -219,27 +222,22 @@ impl Recommendation {
                 fingerprint_bits,
                 growth,
             } => {
-                // TODO(issue 3): build with `.growth(koel::Growth::Double)`
-                // and `.max_false_positive_rate(plan.max_false_positive_rate)`
-                // from `plan.initial_capacity` once the builder has them.
-                let capacity = match growth {
-                    Some(plan) => plan.initial_capacity << plan.doublings,
-                    None => capacity,
+                let builder = CuckooFilter::builder()
+                    .capacity(capacity)
+                    .fingerprint_bits(fingerprint_bits);
+                let builder = match growth {
+                    Some(plan) => builder
+                        .growth(Growth::Double)
+                        .max_false_positive_rate(plan.max_false_positive_rate),
+                    // Sized for the set; growth stays on as a safety net,
+                    // but never past the requested rate.
+                    None => builder.max_false_positive_rate(self.requested_fpr.min(1.0)),
                 };
-                Some(Box::new(
-                    CuckooFilter::builder()
-                        .capacity(capacity)
-                        .fingerprint_bits(fingerprint_bits)
-                        .build()?,
-                ))
+                Some(Box::new(builder.build()?))
             }
         })
     }
 }
-
-/// The false-positive rate a growing cuckoo filter refuses to grow past by
-/// default.
-const DEFAULT_GROWTH_FPR_CAP: f64 = 1e-2;
 
 /// Recommends a filter for `req`; see the [module docs](self) for the
 /// trade-offs it follows.
@@ -286,6 +284,7 @@ pub fn advise(req: Requirements) -> Result<Recommendation, AdviseError> {
     }
     if p == 0.0 {
         return Ok(Recommendation {
+            requested_fpr: p,
             kind: None,
             configuration: Configuration::ExactStore,
             memory_bytes: 0,
@@ -332,22 +331,34 @@ struct CuckooSize {
 }
 
 /// Mirrors `CuckooFilterBuilder::build`: exactly enough buckets (even, at
-/// least 64) for `capacity` at the layout's sizing load, plus one 8-byte
-/// version stripe per four buckets (power-of-two rounded, 2..=4096). A unit
-/// test checks it against built filters.
-fn cuckoo_size(capacity: usize, layout: LayoutKind) -> Option<CuckooSize> {
+/// least 64) for `capacity` at the layout's sizing load. A unit test
+/// checks it against built filters.
+fn cuckoo_buckets(capacity: usize, layout: LayoutKind) -> Option<u64> {
     let per_bucket = layout.lanes() as f64 * layout.sizing_load();
     let buckets = (capacity as f64 / per_bucket).ceil() as u64;
     let buckets = (buckets + (buckets & 1)).max(64);
-    if buckets > 1 << 32 {
-        return None;
-    }
-    let stripes = ((buckets as usize).next_power_of_two() / 4).clamp(2, 4096);
-    let load = capacity as f64 / (buckets * u64::from(layout.lanes())) as f64;
+    (buckets <= 1 << 32).then_some(buckets)
+}
+
+/// Memory and rate of a cuckoo table sized for `capacity`, holding `items`
+/// after `doublings` doublings.
+fn cuckoo_grown(
+    capacity: usize,
+    layout: LayoutKind,
+    doublings: u32,
+    items: f64,
+) -> Option<CuckooSize> {
+    let buckets = usize::try_from(cuckoo_buckets(capacity, layout)? << doublings).ok()?;
+    let load = items / (buckets as f64 * f64::from(layout.lanes()));
     Some(CuckooSize {
-        memory_bytes: (buckets as usize + stripes) * 8,
-        fpr: layout.false_positive_rate(load),
+        memory_bytes: Table::bytes_for(buckets),
+        fpr: layout.false_positive_rate_at(doublings, load),
     })
+}
+
+/// Memory and rate of a cuckoo table sized for and holding `capacity`.
+fn cuckoo_size(capacity: usize, layout: LayoutKind) -> Option<CuckooSize> {
+    cuckoo_grown(capacity, layout, 0, capacity as f64)
 }
 
 fn fixed_cuckoo(items: usize, p: f64, why: &str) -> Result<Recommendation, AdviseError> {
@@ -382,6 +393,7 @@ fn fixed_cuckoo(items: usize, p: f64, why: &str) -> Result<Recommendation, Advis
         )
     };
     Ok(Recommendation {
+        requested_fpr: p,
         kind: Some(FilterKind::Cuckoo),
         configuration: Configuration::Cuckoo {
             capacity: items,
@@ -398,8 +410,9 @@ fn fixed_cuckoo(items: usize, p: f64, why: &str) -> Result<Recommendation, Advis
 fn bloom_filter(items: usize, p: f64) -> Result<Recommendation, AdviseError> {
     let plan = match bloom::plan(items, p) {
         Ok(plan) => plan,
-        Err(BuildError::InvalidFalsePositiveRate) => {
+        Err(BuildError::InvalidFalsePositiveRate(_)) => {
             return Ok(Recommendation {
+                requested_fpr: p,
                 kind: None,
                 configuration: Configuration::ExactStore,
                 memory_bytes: 0,
@@ -436,6 +449,7 @@ fn bloom_filter(items: usize, p: f64) -> Result<Recommendation, AdviseError> {
         ));
     }
     Ok(Recommendation {
+        requested_fpr: p,
         kind: Some(FilterKind::Bloom),
         configuration: Configuration::Bloom {
             capacity: items,
@@ -462,37 +476,35 @@ fn doublings_for(factor: f64) -> u32 {
 fn growing_cuckoo(req: &Requirements, factor: f64) -> Result<Recommendation, AdviseError> {
     let p = req.false_positive_rate;
     let needed = doublings_for(factor);
-    let cap = p.min(DEFAULT_GROWTH_FPR_CAP);
-    // For each layout: the doublings the rate allows, then the initial
-    // capacity that reaches the expected size with at most that many.
+    // The filter refuses a doubling whose rate at its sizing load would
+    // pass the cap; the cap is the requested rate.
+    let cap = p;
+    let items_after = req.items as f64 * factor;
     let mut options = Vec::new();
     for layout in LAYOUTS {
-        let base = cuckoo_size(req.items, layout)
-            .ok_or(AdviseError::TooManyItems)?
-            .fpr;
-        // Each doubling spends a tag bit; keep at least 4 for the tag.
-        let by_bits = layout.tag_bits() - 4;
-        let mut allowed = 0;
-        while allowed < by_bits && base * f64::from(2u32 << allowed) <= cap {
-            allowed += 1;
-        }
-        if base > cap {
+        let at = |d: u32| layout.false_positive_rate_at(d, layout.sizing_load());
+        if at(0) > cap {
             continue;
         }
+        let mut allowed = 0;
+        while allowed < layout.max_generation() && at(allowed + 1) <= cap {
+            allowed += 1;
+        }
+        // Start larger when the rate allows fewer doublings than needed.
         let doublings = needed.min(allowed);
-        let initial_capacity = ((req.items as f64 * factor) / f64::from(1u32 << doublings))
+        let initial_capacity = (items_after / f64::from(1u32 << doublings))
             .ceil()
             .max(req.items as f64) as usize;
         let start = cuckoo_size(initial_capacity, layout).ok_or(AdviseError::TooManyItems)?;
-        let end =
-            cuckoo_size(initial_capacity << doublings, layout).ok_or(AdviseError::TooManyItems)?;
+        let end = cuckoo_grown(initial_capacity, layout, doublings, items_after)
+            .ok_or(AdviseError::TooManyItems)?;
         let plan = GrowthPlan {
             initial_capacity,
             expected_factor: factor,
             doublings,
             initial_memory_bytes: start.memory_bytes,
             initial_false_positive_rate: start.fpr,
-            false_positive_rate_after: start.fpr * f64::from(1u32 << doublings),
+            false_positive_rate_after: end.fpr,
             max_false_positive_rate: cap,
         };
         options.push((layout, plan, end.memory_bytes));
@@ -522,7 +534,7 @@ fn growing_cuckoo(req: &Requirements, factor: f64) -> Result<Recommendation, Adv
          filter that doubles its table online. Each doubling spends one of the {bits} tag \
          bits, so the false-positive rate doubles too: {:.2e} at first, about {:.2e} after \
          the {} doubling(s) to the expected {factor}x{}. {bits}-bit tags are the smallest \
-         layout that stays within {p:.2e}; growth is capped at {cap:.1e}.",
+         layout that stays within {p:.2e}; growth is capped there.",
         plan.initial_false_positive_rate,
         plan.false_positive_rate_after,
         plan.doublings,
@@ -537,6 +549,7 @@ fn growing_cuckoo(req: &Requirements, factor: f64) -> Result<Recommendation, Adv
         },
     );
     Ok(Recommendation {
+        requested_fpr: p,
         kind: Some(FilterKind::Cuckoo),
         configuration: Configuration::Cuckoo {
             capacity: plan.initial_capacity,

@@ -150,7 +150,7 @@ pub(crate) fn plan(capacity: usize, p: f64) -> Result<Plan, BuildError> {
         return Err(BuildError::ZeroCapacity);
     }
     if !valid_rate(p) {
-        return Err(BuildError::InvalidFalsePositiveRate);
+        return Err(BuildError::InvalidFalsePositiveRate(p));
     }
     let n = capacity as f64;
     // Blocks are addressed through `usize` byte offsets.
@@ -167,7 +167,7 @@ pub(crate) fn plan(capacity: usize, p: f64) -> Result<Plan, BuildError> {
     }
     // Every rate in the valid range is reachable (1e-20 needs ~170 bits per
     // item); keep the error path anyway rather than trusting that.
-    let (blocks, rounds, load) = best.ok_or(BuildError::InvalidFalsePositiveRate)?;
+    let (blocks, rounds, load) = best.ok_or(BuildError::InvalidFalsePositiveRate(p))?;
     if blocks > max_blocks {
         return Err(BuildError::CapacityTooLarge {
             requested: capacity,
@@ -234,7 +234,10 @@ mod tests {
     #[test]
     fn bad_requests_are_errors() {
         for p in [0.0, -1.0, 1.0, 2.0, f64::NAN, f64::INFINITY, 1e-30] {
-            assert_eq!(plan(10, p), Err(BuildError::InvalidFalsePositiveRate));
+            assert!(matches!(
+                plan(10, p),
+                Err(BuildError::InvalidFalsePositiveRate(_))
+            ));
         }
         assert_eq!(plan(0, 0.01), Err(BuildError::ZeroCapacity));
         assert!(matches!(
