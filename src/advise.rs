@@ -4,8 +4,8 @@
 //!
 //! * no false positive allowed: no filter (ask the real store);
 //! * insert-only, size known: [`BloomFilter`] (one cache line per lookup);
-//! * deletes, exact dedup, or a size known in advance: [`CuckooFilter`]
-//!   with the smallest layout that meets the rate;
+//! * deletes or exact concurrent dedup: [`CuckooFilter`] with the
+//!   smallest layout that meets the rate;
 //! * growth by an unknown amount: a cuckoo filter that grows online, with
 //!   the false-positive cost of each doubling.
 
@@ -239,8 +239,20 @@ impl Recommendation {
     }
 }
 
-/// Recommends a filter for `req`; see the [module docs](self) for the
-/// trade-offs it follows.
+/// Recommends a filter for `req`, following the design trade-offs:
+///
+/// * no false positive allowed: no filter (ask the real store);
+/// * insert-only, size known: [`BloomFilter`] (one cache line per lookup);
+/// * deletes or exact concurrent dedup: [`CuckooFilter`] with the smallest
+///   layout (12-bit or 16-bit tags) that meets the rate;
+/// * a known growth bound ([`SetSize::Bounded`]): sized for it up front;
+/// * growth by an unknown amount ([`SetSize::Unknown`]): a cuckoo filter
+///   that doubles online, each doubling spending a tag bit (so doubling the
+///   false-positive rate), capped at the requested rate; it may start larger
+///   to need fewer doublings.
+///
+/// A requirement no filter meets is reported in
+/// [`Recommendation::meets_requirements`] and the reason, never hidden.
 ///
 /// ```
 /// use koel::{advise, FilterKind, Requirements};
