@@ -15,7 +15,7 @@
 //!
 //! | filter | what |
 //! | --- | --- |
-//! | `koel_bloom` | `koel::BloomFilter`, capacity n, p = 1.2e-4 (the cuckoo filter's rate; k = 16, ~23 bits/item) |
+//! | `koel_bloom` | `koel::BloomFilter`, capacity n, p = 1.2e-4 (the cuckoo filter's rate; k = 8, ~23 bits/item) |
 //! | `koel_bloom_batch` | the same, through `contains_many` / `insert_many` over 4096 keys |
 //! | `fastbloom_atomic` | `fastbloom::AtomicBloomFilter::with_num_bits(koel's bits).hasher(ahash).expected_items(n)` |
 //! | `fastbloom_atomic_fp` | `fastbloom::AtomicBloomFilter::with_false_pos(1.2e-4).hasher(ahash).expected_items(n)`: koel's rate, fewer bits (single thread) |

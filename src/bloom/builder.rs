@@ -20,7 +20,7 @@ pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 1e-3;
 /// The builder picks the number of blocks and of bits per key (8, 16, 24
 /// or 32) that meet the rate with the least memory, using the blocked
 /// layout's exact false-positive model. About 10.1 bits per item at 1%,
-/// 15.7 at 0.1% and 22.9 at 0.01% (the classic unblocked optimum is 9.6,
+/// 15.7 at 0.1% and 23.6 at 0.01% (the classic unblocked optimum is 9.6,
 /// 14.4 and 19.1): the price of one cache line per key.
 #[derive(Clone, Debug)]
 #[must_use]
