@@ -264,6 +264,11 @@ impl Filled {
             fpr_of(&|k| atomic.contains(&k), &absent),
         );
         line(
+            "fastbloom_atomic_fp",
+            Single::bytes(&atomic_fp),
+            fpr_of(&|k| atomic_fp.contains(&k), &absent),
+        );
+        line(
             "fastbloom",
             Single::bytes(&plain),
             fpr_of(&|k| plain.contains(&k), &absent),
