@@ -63,8 +63,9 @@ use with_rounds;
 /// once it holds its capacity. It cannot remove items (use
 /// [`CuckooFilter`](crate::CuckooFilter) for that).
 ///
-/// Each key touches one cache-line-aligned 64-byte block: `contains` is
-/// one memory access of eight loads and never writes; `insert` sets `k`
+/// Each key touches one cache-line-aligned 64-byte block: `contains` reads
+/// that one cache line (one word of it for most absent keys) and never
+/// writes; `insert` sets `k`
 /// bits in that block with at most eight atomic `fetch_or`s, and none for
 /// words whose bits are set already.
 ///
@@ -74,7 +75,7 @@ use with_rounds;
 ///
 /// | operation | progress | consistency |
 /// | --- | --- | --- |
-/// | `contains` | wait-free: eight loads, no writes, no retries | sees every insert that happens-before it; a racing insert is seen once its last bit is set (bits never clear, so the answer then stays `true`) |
+/// | `contains` | wait-free: at most eight loads, no writes, no retries | sees every insert that happens-before it; a racing insert is seen once its last bit is set (bits never clear, so the answer then stays `true`) |
 /// | `insert` | wait-free: at most eight `fetch_or`s, no retries, no locks | its bits are never lost to a racing insert (each word is set by an atomic read-modify-write) |
 /// | `insert`'s `bool` | — | **not exact under races**: see below |
 /// | `len_estimate`, `false_positive_rate` | read every word | estimates; racing inserts may or may not be counted |
