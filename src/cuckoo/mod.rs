@@ -456,6 +456,7 @@ impl CuckooFilter {
                 buckets: t.buckets(),
                 load_factor,
                 memory_bytes: t.bytes(),
+                huge_pages: t.huge_pages(),
                 version_stripes: t.stripe_count(),
                 fingerprint_bits: self.fingerprint_bits(),
                 tags_per_bucket: self.tags_per_bucket(),

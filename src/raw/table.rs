@@ -10,7 +10,7 @@
 //! validate a negative answer.
 
 use super::geometry::Geometry;
-use super::words::{AllocError, Words};
+use super::words::{AllocError, HugePages, Words};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
@@ -91,6 +91,12 @@ impl Table {
         }
         #[cfg(not(all(target_arch = "x86_64", not(loom))))]
         let _ = bucket;
+    }
+
+    /// Whether the kernel accepted this table's request for transparent
+    /// huge pages (`false` also when the table was too small to ask).
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.words.huge_pages() == HugePages::Accepted
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {
