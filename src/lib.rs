@@ -74,6 +74,11 @@
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
+//! With the default feature `rayon`, `par_contains`, `par_insert`,
+//! `par_insert_unique` and `ParallelExtend` run those batches on rayon's
+//! thread pool (one pin per chunk of 4096 keys). Tables of 4 MiB and more
+//! ask Linux for transparent huge pages; `stats().huge_pages` says whether
+//! the kernel agreed.
 //!
 //! ## Hash portability
 //!
@@ -99,6 +104,9 @@ pub use cuckoo::{
     BatchInsertError, CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY,
 };
 pub use error::{BuildError, InsertError};
+
+#[cfg(all(feature = "rayon", not(loom)))]
+pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
 
 // The README's Rust examples compile and run as doc tests.

@@ -2,12 +2,16 @@
 
 mod batch;
 mod builder;
+#[cfg(all(feature = "rayon", not(loom)))]
+mod parallel;
 mod pinned;
 pub(crate) mod snapshot;
 mod stats;
 
 pub use batch::BatchInsertError;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
+#[cfg(all(feature = "rayon", not(loom)))]
+pub use parallel::ParInsertError;
 pub use pinned::Pinned;
 pub use stats::Stats;
 
