@@ -4,7 +4,7 @@
 
 #![cfg(feature = "rayon")]
 
-use koel::{CuckooFilter, InsertError};
+use koel::{CuckooFilter, Growth, InsertError};
 use rayon::prelude::*;
 
 /// SplitMix64: distinct, well-mixed keys.
@@ -23,6 +23,16 @@ fn filter(capacity: usize, bits: u32) -> CuckooFilter {
     CuckooFilter::builder()
         .capacity(capacity)
         .fingerprint_bits(bits)
+        .seed(11)
+        .build()
+        .unwrap()
+}
+
+/// A filter that does not grow, so that it can be filled up.
+fn fixed(capacity: usize) -> CuckooFilter {
+    CuckooFilter::builder()
+        .capacity(capacity)
+        .growth(Growth::Fixed)
         .seed(11)
         .build()
         .unwrap()
@@ -99,7 +109,7 @@ fn par_insert_unique_has_one_winner_per_key() {
 
 #[test]
 fn par_insert_into_a_full_filter_reports_what_went_in() {
-    let f = filter(1000, 16);
+    let f = fixed(1000);
     let ks = keys(0..20_000);
     let err = f.par_insert(&ks).unwrap_err();
     assert_eq!(err.error, InsertError::Full);
@@ -140,8 +150,8 @@ fn extend_inserts_everything() {
 
 #[test]
 #[should_panic(expected = "use insert_many")]
-fn extend_past_capacity_panics_naming_the_fallible_call() {
-    let mut f = filter(1000, 16);
+fn extend_past_a_fixed_capacity_panics_naming_the_fallible_call() {
+    let mut f = fixed(1000);
     f.extend(keys(0..20_000));
 }
 
@@ -155,4 +165,21 @@ fn from_iterator_sizes_for_the_items() {
     assert!(f.capacity() < 2 * ks.len(), "capacity {}", f.capacity());
     let empty: CuckooFilter = std::iter::empty::<u64>().collect();
     assert!(empty.is_empty());
+}
+
+#[test]
+fn par_insert_and_extend_grow_past_the_initial_capacity() {
+    let ks = keys(0..40_000);
+    let f = filter(1000, 16);
+    f.par_insert(&ks).unwrap();
+    assert_eq!(f.len(), ks.len());
+    assert!(f.stats().generation > 0, "the table doubled");
+    let mut out = vec![false; ks.len()];
+    f.par_contains(&ks, &mut out);
+    assert!(out.iter().all(|&b| b), "false negative across growth");
+
+    let mut g = filter(1000, 16);
+    g.extend(ks.iter().copied());
+    assert_eq!(g.len(), ks.len());
+    assert!(ks.iter().all(|k| g.contains(k)));
 }

@@ -27,7 +27,7 @@ pub(crate) const CHUNK: usize = 4096;
 /// in the filter, at least one failed, and the keys after a failure in its
 /// chunk were not attempted. Other chunks ran to their end or their own
 /// first failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub struct ParInsertError {
     /// How many keys this call inserted.
@@ -103,8 +103,8 @@ impl CuckooFilter {
     ///
     /// # Errors
     ///
-    /// [`ParInsertError`] if some key could not be inserted; it says how
-    /// many did. Which ones did is not a prefix of `keys` (see the error).
+    /// [`ParInsertError`] if some key could not be inserted (the filter
+    /// cannot grow any more, see [`InsertError`]); it says how many did. Which ones did is not a prefix of `keys` (see the error).
     pub fn par_insert<K: Hash + Sync>(&self, keys: &[K]) -> Result<(), ParInsertError> {
         finish(
             keys.par_chunks(CHUNK)
@@ -160,12 +160,15 @@ impl CuckooFilter {
 /// per worker and inserting each buffer with
 /// [`insert_many`](CuckooFilter::insert_many).
 ///
+/// The table grows as for [`insert`](CuckooFilter::insert).
+///
 /// # Panics
 ///
-/// `ParallelExtend` cannot report errors, so a full filter panics, naming
-/// [`par_insert`](CuckooFilter::par_insert) and
-/// [`insert_many`](CuckooFilter::insert_many), the fallible alternatives.
-/// Items inserted before the panic stay in the filter.
+/// `ParallelExtend` cannot report errors, so an insert that fails (a full
+/// [`Growth::Fixed`](crate::Growth::Fixed) filter, or growth stopped by
+/// its limits) panics, naming [`par_insert`](CuckooFilter::par_insert)
+/// and [`insert_many`](CuckooFilter::insert_many), the fallible
+/// alternatives. Items inserted before the panic stay in the filter.
 impl<K: Hash + Send> ParallelExtend<K> for CuckooFilter {
     fn par_extend<I: IntoParallelIterator<Item = K>>(&mut self, items: I) {
         let this = &*self;
