@@ -31,9 +31,11 @@ pub(crate) struct AllocError {
     pub(crate) bytes: usize,
 }
 
-/// Tables of at least this many bytes ask for transparent huge pages: from
-/// 4 MiB on the two random buckets of a lookup rarely share a 4 KiB page's
-/// TLB entry, and the at most 2 MiB of alignment slack is small next to it.
+/// Tables of at least this many bytes ask for transparent huge pages.
+/// Below it the table's 4 KiB pages mostly fit the second-level TLB (1-2K
+/// entries on current x86 cores), so huge pages would buy little; above
+/// it a lookup's two random buckets usually miss the TLB, and the 2 MiB of
+/// alignment slack (address space only) is small next to the table.
 #[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
