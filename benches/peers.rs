@@ -11,7 +11,8 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter`, 16-bit x 4 / 12-bit x 5, one call per key |
-//! | `koel16_batch`, `koel12_batch` | the same through `contains_many` / `insert_many` |
+//! | `koel16_pinned` | koel16 through one `pin()` handle per 4096-key slice |
+//! | `koel16_batch`, `koel12_batch` | the same through `contains_many` / `insert_many` (remove: one call per key) |
 //! | `cuckoofilter_ahash` | `cuckoofilter` 0.5 with `ahash::AHasher` (8-bit tags, slots rounded up to a power of two) |
 //! | `scalable_cuckoo` | `scalable_cuckoo_filter`, FPR 1e-4, `ahash::AHasher` |
 //! | `qfilter` | `qfilter` (quotient filter), FPR 1e-4, ahash; `insert_duplicated`, i.e. no presence check, like koel's `insert` |
@@ -106,21 +107,32 @@ trait Peer {
     }
 }
 
-/// koel's cuckoo filter, one call per key or in batches.
+/// How the koel variants call the filter.
+#[derive(Clone, Copy, PartialEq)]
+enum Calls {
+    /// One method call (and epoch pin) per key.
+    Single,
+    /// One `pin()` handle per 4096-key slice, one call per key.
+    Pinned,
+    /// `contains_many` / `insert_many` per slice.
+    Batch,
+}
+
+/// koel's cuckoo filter.
 struct Koel {
     f: koel::CuckooFilter,
-    batch: bool,
+    calls: Calls,
 }
 
 impl Koel {
-    fn boxed(n: usize, bits: u32, batch: bool) -> Box<dyn Peer> {
+    fn boxed(n: usize, bits: u32, calls: Calls) -> Box<dyn Peer> {
         let f = koel::CuckooFilter::builder()
             .capacity(n)
             .fingerprint_bits(bits)
             .seed(SEED)
             .build()
             .expect("koel filter");
-        Box::new(Koel { f, batch })
+        Box::new(Koel { f, calls })
     }
 }
 
@@ -141,8 +153,13 @@ impl Peer for Koel {
         self.f.memory_usage()
     }
     fn insert_all(&mut self, mut keys: &[u64]) -> usize {
-        if !self.batch {
-            return keys.iter().filter(|&&k| !self.insert(k)).count();
+        match self.calls {
+            Calls::Single => return keys.iter().filter(|&&k| !self.insert(k)).count(),
+            Calls::Pinned => {
+                let p = self.f.pin();
+                return keys.iter().filter(|&&k| p.insert(&k).is_err()).count();
+            }
+            Calls::Batch => {}
         }
         let mut refused = 0;
         // insert_many stops at a refused key: count it, go on after it.
@@ -153,13 +170,32 @@ impl Peer for Koel {
         refused
     }
     fn contains_all(&self, keys: &[u64], out: &mut [bool]) {
-        if self.batch {
-            self.f.contains_many(keys, out);
-        } else {
-            for (o, k) in out.iter_mut().zip(keys) {
-                *o = self.f.contains(k);
+        match self.calls {
+            Calls::Single => {
+                for (o, k) in out.iter_mut().zip(keys) {
+                    *o = self.f.contains(k);
+                }
             }
+            Calls::Pinned => {
+                let p = self.f.pin();
+                for (o, k) in out.iter_mut().zip(keys) {
+                    *o = p.contains(k);
+                }
+            }
+            Calls::Batch => self.f.contains_many(keys, out),
         }
+    }
+
+    fn remove_all(&mut self, keys: &[u64]) -> Option<usize> {
+        let missing = match self.calls {
+            Calls::Pinned => {
+                let p = self.f.pin();
+                keys.iter().filter(|&&k| !p.remove(&k)).count()
+            }
+            // No remove_many: the batch variant removes one call per key.
+            Calls::Single | Calls::Batch => keys.iter().filter(|&&k| !self.f.remove(&k)).count(),
+        };
+        Some(missing)
     }
 }
 
@@ -363,10 +399,14 @@ fn entries() -> Vec<Entry> {
     use Make::{Empty, Static};
     let e = |name, make| Entry { name, make };
     vec![
-        e("koel16", Empty(|n| Koel::boxed(n, 16, false))),
-        e("koel16_batch", Empty(|n| Koel::boxed(n, 16, true))),
-        e("koel12", Empty(|n| Koel::boxed(n, 12, false))),
-        e("koel12_batch", Empty(|n| Koel::boxed(n, 12, true))),
+        e("koel16", Empty(|n| Koel::boxed(n, 16, Calls::Single))),
+        e(
+            "koel16_pinned",
+            Empty(|n| Koel::boxed(n, 16, Calls::Pinned)),
+        ),
+        e("koel16_batch", Empty(|n| Koel::boxed(n, 16, Calls::Batch))),
+        e("koel12", Empty(|n| Koel::boxed(n, 12, Calls::Single))),
+        e("koel12_batch", Empty(|n| Koel::boxed(n, 12, Calls::Batch))),
         e(
             "cuckoofilter_ahash",
             Empty(|n| Box::new(CuckooAhash(cuckoofilter::CuckooFilter::with_capacity(n)))),
