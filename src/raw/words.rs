@@ -219,21 +219,21 @@ mod linux {
         let base = NonNull::new(raw.cast::<u8>()).ok_or(AllocError { bytes })?;
         let skip = base.as_ptr().align_offset(HUGE_PAGE);
         // SAFETY: `skip < HUGE_PAGE`, so `base + skip .. + bytes` lies inside
-        // the `bytes + HUGE_PAGE` mapping.
-        let start = unsafe { base.as_ptr().add(skip) };
+        // the `bytes + HUGE_PAGE` mapping (and is not null).
+        let start = unsafe { base.add(skip) };
         // SAFETY: `start` is 2 MiB- (so page-) aligned and `bytes` from it
         // are mapped by us; the advice changes no contents.
-        let advised = unsafe { libc::madvise(start.cast(), bytes, libc::MADV_HUGEPAGE) } == 0;
+        let advised =
+            unsafe { libc::madvise(start.as_ptr().cast(), bytes, libc::MADV_HUGEPAGE) } == 0;
         let huge_pages = if advised && thp_enabled() {
             HugePages::Accepted
         } else {
             HugePages::Declined
         };
-        let words = NonNull::new(start.cast::<AtomicU64>()).ok_or(AllocError { bytes })?;
         Ok(Mapping {
             base,
             len,
-            words,
+            words: start.cast::<AtomicU64>(),
             huge_pages,
         })
     }
