@@ -54,11 +54,43 @@
 //! `len()` is exact when no writer runs. `clear()` is not atomic against
 //! concurrent writers.
 //!
+//! ## Growth
+//!
+//! By default ([`Growth::Double`]) a filter whose insert finds no room
+//! doubles its table online, so [`InsertError`] is rare: it says why growth
+//! was refused ([`CuckooFilterBuilder::max_false_positive_rate`], default
+//! 1e-2; [`CuckooFilterBuilder::max_memory`]; a failed allocation), and the
+//! filter then keeps working at its size with nothing lost. Growth happens
+//! only when a table is genuinely full (95% / 96% load), and each doubling
+//! spends one tag bit, so the false-positive rate about doubles:
+//!
+//! | doublings | 16-bit tags, FPR at full load | 12-bit tags |
+//! | --- | --- | --- |
+//! | 0 | 1.2e-4 | 2.3e-3 |
+//! | 1 | 2.3e-4 | 4.7e-3 |
+//! | 2 | 4.6e-4 | 9.4e-3 (last under the default 1e-2 cap: 4x) |
+//! | 4 | 1.9e-3 | — |
+//! | 6 | 7.4e-3 (last under the default cap: 64x) | — |
+//!
+//! While a table migrates into its successor:
+//!
+//! * `contains` and `count` still never write and never take a lock: for a
+//!   key whose buckets were already moved they read the successor, validated
+//!   against its version stripe;
+//! * writers each migrate at most one chunk of 256 buckets (plus the chunks
+//!   of their own two buckets if nobody has claimed them), so no single
+//!   operation pays for the whole table;
+//! * no operation can miss a key whose insert it happens-after, and
+//!   `insert_unique` still has exactly one winner;
+//! * the old table is retired through the epoch collector and freed once no
+//!   thread can still be reading it.
+//!
 //! ## Memory
 //!
 //! A bucket is one 64-bit word: 4 tags of 16 bits (default) or 5 of 12.
 //! The table has exactly enough buckets for the requested capacity (no
-//! power-of-two rounding), plus at most 32 KiB of version stripes:
+//! power-of-two rounding), plus at most 32 KiB of version stripes; while it
+//! doubles, the old and the new table (3x the old size) coexist:
 //!
 //! | layout | FPR at full load | bits per item at 95% load |
 //! | --- | --- | --- |

@@ -98,16 +98,24 @@ impl CuckooFilter {
                 return refused(InsertError::MemoryLimit { max, needed });
             }
         }
+        self.start_growth(t, guard, true).or_else(refused)
+    }
+
+    /// Allocates `t`'s successor and publishes the migration, then (with
+    /// `seal`) seals every old stripe. `Ok(())` also when another thread
+    /// holds the growth claim: the caller retries.
+    fn start_growth(&self, t: &Table, guard: &epoch::Guard, seal: bool) -> Result<(), InsertError> {
+        let geo = t.geometry();
         // One thread allocates; the others retry until its migration shows.
         if !t.claim_growth() {
             Backoff::default().snooze();
             return Ok(());
         }
-        let mut next_table = match Table::new(Geometry::new(geo.m0(), generation)) {
+        let mut next_table = match Table::new(Geometry::new(geo.m0(), geo.generation() + 1)) {
             Ok(table) => table,
             Err(e) => {
                 t.release_growth_claim();
-                return refused(InsertError::AllocationFailed { bytes: e.bytes });
+                return Err(InsertError::AllocationFailed { bytes: e.bytes });
             }
         };
         #[cfg(loom)]
@@ -122,7 +130,7 @@ impl CuckooFilter {
             // was never shared.
             drop(unsafe { Box::from_raw(next_ptr) });
             t.release_growth_claim();
-            return refused(InsertError::AllocationFailed {
+            return Err(InsertError::AllocationFailed {
                 bytes: t.buckets() / 32,
             });
         };
@@ -133,9 +141,29 @@ impl CuckooFilter {
             drop(unsafe { Box::from_raw(next_ptr) });
             return Ok(());
         }
-        let m = t.migration(guard).expect("just published");
-        m.seal_all(t);
+        if seal {
+            let m = t.migration(guard).expect("just published");
+            m.seal_all(t);
+        }
         Ok(())
+    }
+
+    /// Loom models only: starts doubling the current table whatever its
+    /// load, sealing its stripes now or leaving that to the first helper.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_begin_growth(&self, seal: bool) {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        self.start_growth(t, &guard, seal)
+            .expect("a loom table's successor is tiny");
+    }
+
+    /// Loom models only: drives the current migration to the end.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_finish_growth(&self) {
+        self.finish_migration(&epoch::pin());
     }
 
     /// A writer's bounded share of the migration of `t`: one chunk; then,
@@ -164,11 +192,22 @@ impl CuckooFilter {
             .is_ok()
         {
             self.counters.bump_growths();
+            #[cfg(loom)]
+            if t.canary == crate::loom_support::Canary::ImmediateRetire {
+                // Deliberately broken: "freed" while readers may hold it
+                // (recorded, and leaked so that the model stays sound).
+                crate::loom_support::mark_freed(t as *const Table as usize);
+                return;
+            }
             // SAFETY: `t` is no longer reachable from the filter: new
             // operations load the successor. Operations that loaded `t`
             // hold guards pinned before this point, and the collector frees
             // `t` only after all of them are unpinned.
             unsafe { guard.defer_destroy(old) };
+            // A retired table is large: move it from this thread's bag of
+            // deferred frees (which is only flushed when it fills) to the
+            // global queue, so any thread's next collection frees it.
+            guard.flush();
         }
     }
 

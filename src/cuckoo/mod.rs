@@ -253,9 +253,10 @@ impl CuckooFilter {
                     }
                 }
                 Some(m) => {
-                    self.help_migration(t, m, guard);
                     let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, &self.counters));
-                    self.install_if_done(t, m, guard);
+                    // Then this operation's share of the migration (which
+                    // also installs the successor when it is complete).
+                    self.help_migration(t, m, guard);
                     match r {
                         Ok(inserted) => return Ok(inserted),
                         Err(Retry) => backoff.snooze(),
@@ -317,9 +318,8 @@ impl CuckooFilter {
                 None => with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
                     .map_err(Retry::from),
                 Some(m) => {
-                    self.help_migration(t, m, guard);
                     let r = with_layout!(self, L => migrating::remove::<L>(t, m, t.geometry().locate::<L>(hash), &self.counters));
-                    self.install_if_done(t, m, guard);
+                    self.help_migration(t, m, guard);
                     r
                 }
             };

@@ -202,6 +202,15 @@ fn forward_bucket<L: Layout>(old: &Table, next: &Table, j: usize, n: usize, g: u
     let word = old.word(j);
     // Acquire (stronger than needed): the value the CAS compares against.
     let mut w = word.load(Ordering::Acquire);
+    #[cfg(loom)]
+    if old.canary == crate::loom_support::Canary::ForwardBeforeCopy {
+        // Deliberately broken order: forwarded before the copy exists.
+        let w = word.swap(FORWARDED, Ordering::AcqRel);
+        let (low, high) = split::<L>(w, g);
+        next.word(j).store(low, Ordering::Relaxed);
+        next.word(j + n).store(high, Ordering::Relaxed);
+        return;
+    }
     loop {
         debug_assert_ne!(w, FORWARDED, "a chunk is migrated by its owner only");
         let (low, high) = split::<L>(w, g);
@@ -209,6 +218,12 @@ fn forward_bucket<L: Layout>(old: &Table, next: &Table, j: usize, n: usize, g: u
         // words before seeing `j` forwarded.
         next.word(j).store(low, Ordering::Relaxed);
         next.word(j + n).store(high, Ordering::Relaxed);
+        #[cfg(loom)]
+        if old.canary == crate::loom_support::Canary::BlindForward {
+            // Deliberately broken: a plain store loses a racing insert.
+            word.store(FORWARDED, Ordering::Release);
+            return;
+        }
         // AcqRel: the Release half publishes the two stores above to every
         // thread that then loads `FORWARDED` with Acquire (readers,
         // successor writers); being an RMW it also fails if a plain insert

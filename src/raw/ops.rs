@@ -65,7 +65,9 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Resul
         if before == after && before & 1 == 0 {
             return Ok(false);
         }
-        if after == SEALED {
+        // Only the Acquire `before` may conclude "sealed": it synchronises
+        // with the seal, so the caller then finds the migration.
+        if before == SEALED {
             return Err(Sealed);
         }
         Shard::bump(&c.shard(i1).validation_retries);

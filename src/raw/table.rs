@@ -18,7 +18,7 @@
 use super::geometry::Geometry;
 use super::migrate::Migration;
 use super::words::{AllocError, HugePages, Words};
-use crate::sync::{epoch, AtomicU64, AtomicUsize, Backoff, Ordering};
+use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The value of a sealed stripe: odd, and beyond any version a stripe
 /// reaches by counting (2^63 holds at one per nanosecond take 292 years).
@@ -230,27 +230,34 @@ impl<'t> StripeLock<'t> {
     #[inline]
     pub(crate) fn acquire(stripe: &'t AtomicU64) -> Option<Self> {
         let mut backoff = Backoff::default();
+        // Relaxed: only a hint; the CAS below carries the ordering.
+        let mut v = stripe.load(Ordering::Relaxed);
         loop {
-            // Relaxed: only a hint; the CAS below carries the ordering.
-            let v = stripe.load(Ordering::Relaxed);
             if v == SEALED {
+                // Acquire fence: pairs with the sealing CAS (Release) whose
+                // value was read Relaxed, so the caller, going on to the
+                // migration, finds it published.
+                fence(Ordering::Acquire);
                 return None;
             }
             if v & 1 == 0 {
                 // Acquire: pairs with the Release store in `drop` of the
                 // previous holder, so its bucket writes are visible to the
                 // checks this holder makes under the stripe.
-                if stripe
-                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return Some(StripeLock {
-                        stripe,
-                        locked: v + 1,
-                    });
+                match stripe.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        return Some(StripeLock {
+                            stripe,
+                            locked: v + 1,
+                        })
+                    }
+                    Err(seen) => v = seen,
                 }
+            } else {
+                backoff.snooze();
+                // Relaxed: only a hint, as above.
+                v = stripe.load(Ordering::Relaxed);
             }
-            backoff.snooze();
         }
     }
 }
@@ -259,29 +266,37 @@ impl<'t> StripeLock<'t> {
 /// that holds it to finish. Idempotent; any thread may seal.
 pub(crate) fn seal(stripe: &AtomicU64) {
     let mut backoff = Backoff::default();
+    // Relaxed: only a hint; the CAS below carries the ordering.
+    let mut v = stripe.load(Ordering::Relaxed);
     loop {
-        // Relaxed: only a hint; the CAS below carries the ordering.
-        let v = stripe.load(Ordering::Relaxed);
         if v == SEALED {
+            // Acquire fence: pairs with the sealing CAS of whoever sealed
+            // it (see below), as if this thread's read were that CAS.
+            fence(Ordering::Acquire);
             return;
         }
-        // AcqRel: the Acquire half pairs with the Release store that ended
-        // the last hold, the Release half with the Acquire stripe load of a
-        // reader or sealer that sees SEALED: whoever sees the seal sees
-        // every move and remove this pair ever had in this table.
-        if v & 1 == 0
-            && stripe
-                .compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            return;
+        if v & 1 == 0 {
+            // AcqRel: the Acquire half pairs with the Release store that
+            // ended the last hold, the Release half with the Acquire stripe
+            // load of a reader or sealer that sees SEALED: whoever sees the
+            // seal sees every move and remove this pair ever had in this
+            // table.
+            match stripe.compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(seen) => v = seen,
+            }
+        } else {
+            backoff.snooze();
+            // Relaxed: only a hint, as above.
+            v = stripe.load(Ordering::Relaxed);
         }
-        backoff.snooze();
     }
 }
 
 impl Drop for Table {
     fn drop(&mut self) {
+        #[cfg(loom)]
+        crate::loom_support::mark_freed(self as *const Table as usize);
         // SAFETY: `&mut self`: no other thread can reach this table, so no
         // guard is needed to take its migration. The migration does not own
         // the successor (the filter does), so freeing it frees only the
