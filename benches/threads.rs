@@ -10,6 +10,7 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter` shared by reference, one call per key |
+//! | `koel_bloom` | `koel::BloomFilter`, FPR 1e-4: cannot remove |
 //! | `mutex_cuckoofilter` | `Mutex<cuckoofilter::CuckooFilter<ahash::AHasher>>` |
 //! | `rwlock_cuckoofilter` | `RwLock<...>` of the same: lookups share the read lock |
 //! | `dashset_ahash` | `dashmap::DashSet<u64>` with ahash: exact, sharded locks |
@@ -22,7 +23,7 @@
 //! | group | one iteration | start |
 //! | --- | --- | --- |
 //! | `read/{n}/{id}/{threads}` | one lookup, 50% present / 50% absent keys | `0.9 n` items |
-//! | `mix/{n}/{id}/{threads}` | one op of a 90% lookup (50/50) / 9% insert of a fresh key / 1% remove (of a key this thread inserted) mix; every 20k ops per thread the inserted keys are removed again, untimed; `fastbloom_atomic` skips the removes | `0.9 n` items |
+//! | `mix/{n}/{id}/{threads}` | one op of a 90% lookup (50/50) / 9% insert of a fresh key / 1% remove (of a key this thread inserted) mix; every 20k ops per thread the inserted keys are removed again, untimed; the Bloom filters skip the removes | `0.9 n` items |
 //! | `insert/{n}/{id}/{threads}` | a whole concurrent fill from empty to `0.9 n` (`time` per fill, `thrpt` = inserts/s) | empty |
 //!
 //! `time` is wall time divided by the operations of all threads together,
@@ -81,6 +82,21 @@ impl Shared for koel::CuckooFilter {
     #[inline]
     fn remove(&self, k: u64) -> Option<bool> {
         Some(koel::CuckooFilter::remove(self, &k))
+    }
+}
+
+impl Shared for koel::BloomFilter {
+    #[inline]
+    fn insert(&self, k: u64) -> bool {
+        koel::BloomFilter::insert(self, &k);
+        true
+    }
+    #[inline]
+    fn contains(&self, k: u64) -> bool {
+        koel::BloomFilter::contains(self, &k)
+    }
+    fn remove(&self, _: u64) -> Option<bool> {
+        None
     }
 }
 
@@ -192,6 +208,19 @@ fn entries() -> Vec<(&'static str, Runner)> {
         (
             "koel12",
             Box::new(|c, x| run(c, x, "koel12", &|n| koel(n, 12))),
+        ),
+        (
+            "koel_bloom",
+            Box::new(|c, x| {
+                run(c, x, "koel_bloom", &|n| {
+                    koel::BloomFilter::builder()
+                        .capacity(n)
+                        .false_positive_rate(PEER_FPR)
+                        .seed(SEED)
+                        .build()
+                        .expect("koel bloom filter")
+                })
+            }),
         ),
         (
             "mutex_cuckoofilter",
