@@ -88,6 +88,8 @@ mod cuckoo;
 mod error;
 mod filter;
 mod hash;
+#[cfg(not(loom))]
+mod persist;
 mod raw;
 mod sync;
 
@@ -100,6 +102,8 @@ pub use cuckoo::{
 };
 pub use error::{BuildError, InsertError};
 pub use filter::{Filter, FilterKind};
+#[cfg(not(loom))]
+pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
 
 // The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]

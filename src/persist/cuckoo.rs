@@ -1,0 +1,512 @@
+//! Saving and loading a [`CuckooFilter`].
+
+use super::error::LoadError;
+use super::file;
+use super::format::{self, Header, HEADER_LEN, TRAILER_LEN};
+use super::stream::{self, PayloadReader, CHUNK};
+use crate::cuckoo::snapshot::FromPartsError;
+use crate::cuckoo::{CuckooFilter, LayoutKind};
+use crate::filter::FilterKind;
+use crate::hash::KeyHasher;
+use crate::raw::bucket::{self, L12x5, L16x4, Layout};
+use crate::raw::geometry::{MAX_M0, MIN_M0};
+use crate::sync::{AtomicU64, Ordering};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use xxhash_rust::xxh3::Xxh3;
+
+/// The hash probe of `seed`: this build's hash of the fixed probe input.
+pub(crate) fn probe(seed: u64) -> u64 {
+    KeyHasher::new(seed).hash(&format::PROBE_INPUT)
+}
+
+/// A cuckoo header's shape, validated.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    pub(crate) layout: LayoutKind,
+    pub(crate) m0: u64,
+    pub(crate) generation: u32,
+    /// Payload bytes: `8 * (m0 << generation)`.
+    pub(crate) payload_len: u64,
+}
+
+/// Checks every cuckoo-specific header field except the hash probe (which
+/// [`inspect`](crate::inspect) reports instead of refusing). Allocates
+/// nothing.
+pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
+    let found = h.kind()?;
+    if found != FilterKind::Cuckoo {
+        return Err(LoadError::WrongKind {
+            expected: FilterKind::Cuckoo,
+            found,
+        });
+    }
+    let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
+        (16, 4, 1) => LayoutKind::Tags16x4,
+        (12, 5, 1) => LayoutKind::Tags12x5,
+        _ => {
+            return Err(LoadError::UnsupportedLayout {
+                tag_bits: h.tag_bits,
+                tags_per_bucket: h.tags_per_bucket,
+                words_per_bucket: h.words_per_bucket,
+            })
+        }
+    };
+    if h.m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&h.m0) {
+        return Err(LoadError::InvalidM0 { m0: h.m0 });
+    }
+    // Each generation spends one tag bit on the region; 4 must remain (the
+    // rule `from_parts` applies too).
+    let generation = u32::from(h.generation);
+    if generation + 4 > layout.tag_bits() {
+        return Err(LoadError::InvalidGeneration {
+            generation: h.generation,
+            tag_bits: h.tag_bits,
+        });
+    }
+    // m0 <= 2^32 and generation <= 12: no overflow below 2^47 bytes.
+    let buckets = h.m0 << generation;
+    if h.buckets != buckets {
+        return Err(LoadError::BucketCountMismatch {
+            stored: h.buckets,
+            expected: buckets,
+        });
+    }
+    let payload_len = buckets * 8;
+    if h.payload_len != payload_len {
+        return Err(LoadError::PayloadLengthMismatch {
+            stored: h.payload_len,
+            expected: payload_len,
+        });
+    }
+    Ok(Shape {
+        layout,
+        m0: h.m0,
+        generation,
+        payload_len,
+    })
+}
+
+/// Refuses a file whose hash probe this build does not reproduce.
+pub(crate) fn check_probe(h: &Header) -> Result<(), LoadError> {
+    let computed = probe(h.seed);
+    if computed != h.probe {
+        return Err(LoadError::HashProbeMismatch {
+            stored: h.probe,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// Checks bucket words as they stream past: counts occupied slots and
+/// remembers the first word no filter could have written.
+pub(crate) struct WordCheck {
+    layout: LayoutKind,
+    words: u64,
+    pub(crate) counted: u64,
+    pub(crate) first_bad: Option<(u64, &'static str)>,
+}
+
+impl WordCheck {
+    pub(crate) fn new(layout: LayoutKind) -> Self {
+        WordCheck {
+            layout,
+            words: 0,
+            counted: 0,
+            first_bad: None,
+        }
+    }
+
+    /// Takes the next little-endian bucket words (`bytes.len()` is a
+    /// multiple of 8).
+    pub(crate) fn absorb(&mut self, bytes: &[u8]) {
+        match self.layout {
+            LayoutKind::Tags16x4 => self.absorb_in::<L16x4>(bytes),
+            LayoutKind::Tags12x5 => self.absorb_in::<L12x5>(bytes),
+        }
+    }
+
+    fn absorb_in<L: Layout>(&mut self, bytes: &[u8]) {
+        let lane_bits = L::TAG_BITS * L::LANES;
+        let outside = if lane_bits == 64 {
+            0
+        } else {
+            !0u64 << lane_bits
+        };
+        let words = || bytes.chunks_exact(8).map(stream::le_word);
+        // One branch-free pass in the common case; a second only to find a
+        // bad word.
+        let mut occupied = 0u64;
+        let mut bad = 0u64;
+        for w in words() {
+            occupied += u64::from(bucket::occupied::<L>(w));
+            bad |= (w & outside) | u64::from(bucket::count::<L>(w, L::TAG_MASK));
+        }
+        self.counted += occupied;
+        if bad != 0 && self.first_bad.is_none() {
+            self.first_bad = words().enumerate().find_map(|(i, w)| {
+                let at = self.words + i as u64;
+                if w & outside != 0 {
+                    Some((at, "bits above the last tag lane are set"))
+                } else if bucket::count::<L>(w, L::TAG_MASK) != 0 {
+                    Some((at, "a lane holds the reserved all-ones tag"))
+                } else {
+                    None
+                }
+            });
+        }
+        self.words += (bytes.len() / 8) as u64;
+    }
+
+    /// After the checksum matched: the payload's content error, if any,
+    /// then whether the trailer's item count is the one counted.
+    pub(crate) fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+        if let Some((word, reason)) = self.first_bad {
+            return Err(LoadError::CorruptPayload { word, reason });
+        }
+        if stored_count != self.counted {
+            return Err(LoadError::ItemCountMismatch {
+                stored: stored_count,
+                counted: self.counted,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Writes `words` into `out` as little-endian bytes; returns the occupied
+/// slots among them.
+fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
+    let mut items = 0u64;
+    for (dst, word) in out.chunks_exact_mut(8).zip(words) {
+        // Relaxed: the snapshot's stripe holds (Acquire) order every move
+        // and remove before this load; a plain insert racing it may or may
+        // not be seen, as documented. Each word is loaded once, so the
+        // bytes written and the slots counted agree.
+        let w = word.load(Ordering::Relaxed);
+        items += u64::from(bucket::occupied::<L>(w));
+        dst.copy_from_slice(&w.to_le_bytes());
+    }
+    items
+}
+
+fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
+    match e {
+        // `shape` already refused these; kept for a loader that skipped it.
+        FromPartsError::BadM0(m0) => LoadError::InvalidM0 { m0 },
+        FromPartsError::BadGeneration(_) => LoadError::InvalidGeneration {
+            generation: shape.generation as u8,
+            tag_bits: shape.layout.tag_bits() as u8,
+        },
+        FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
+            bytes: shape.payload_len,
+        },
+        FromPartsError::Fill(e) => LoadError::Io(e),
+    }
+}
+
+impl CuckooFilter {
+    /// Writes the filter in koel's file format (see the README's "Saving
+    /// and loading") to `writer`.
+    ///
+    /// Streams the table in 1 MiB chunks, so it runs at the speed of the
+    /// writer and needs no second copy of the table in memory. Pass a
+    /// buffered or fast writer: every chunk is one `write_all`.
+    ///
+    /// # Concurrency
+    ///
+    /// Other threads may keep using the filter. The file holds every item
+    /// whose insert happened before this call and that no `remove` took
+    /// before it; an item inserted during the call may or may not be in it.
+    /// While the table streams out, no tag may move or be removed: inserts
+    /// that need a displacement, `insert_unique`, `remove` and lookups that
+    /// answer "absent" wait until it is written (they take the version
+    /// stripes the save holds); lookups that find their key and inserts
+    /// into free slots go on. Writing to a slow device therefore stalls
+    /// those operations for as long as it takes; to bound the stall, write
+    /// to memory or the page cache first.
+    ///
+    /// # Errors
+    ///
+    /// Any error of `writer`; what was written until then is not a valid
+    /// file (its checksum and trailer are missing).
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::builder().capacity(1000).seed(1).build()?;
+    /// f.insert("a")?;
+    /// let mut bytes = Vec::new();
+    /// f.write_to(&mut bytes)?;
+    /// let g = koel::CuckooFilter::read_from(&bytes[..])?;
+    /// assert!(g.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_to<W: Write>(&self, mut writer: W) -> io::Result<()> {
+        self.with_snapshot(|view| {
+            let words_per_chunk = CHUNK / 8;
+            let header = Header {
+                kind: format::KIND_CUCKOO,
+                hash_algorithm: format::HASH_AHASH_V1,
+                flags: 0,
+                tag_bits: view.layout.tag_bits() as u8,
+                tags_per_bucket: view.layout.lanes() as u8,
+                words_per_bucket: 1,
+                generation: view.generation as u8,
+                m0: view.m0,
+                buckets: view.words.len() as u64,
+                seed: view.seed,
+                probe: probe(view.seed),
+                payload_len: view.words.len() as u64 * 8,
+            }
+            .encode();
+            let mut sum = Xxh3::new();
+            sum.update(&header);
+            writer.write_all(&header)?;
+            let mut buf = vec![0u8; CHUNK.min(view.words.len() * 8)];
+            let mut items = 0u64;
+            for chunk in view.words.chunks(words_per_chunk) {
+                let out = &mut buf[..chunk.len() * 8];
+                items += match view.layout {
+                    LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
+                    LayoutKind::Tags12x5 => encode::<L12x5>(chunk, out),
+                };
+                sum.update(out);
+                writer.write_all(out)?;
+            }
+            let count = items.to_le_bytes();
+            sum.update(&count);
+            writer.write_all(&count)?;
+            writer.write_all(&sum.digest().to_le_bytes())?;
+            writer.flush()
+        })
+    }
+
+    /// Reads a filter written by [`write_to`](Self::write_to) or
+    /// [`save`](Self::save) from `reader`, checking every field, the
+    /// payload and the checksum before the filter is returned.
+    ///
+    /// Reads exactly the file's bytes, nothing after them. Never allocates
+    /// more than the input justifies: the payload is buffered as it
+    /// arrives (growing with it), then copied into the table, so memory
+    /// peaks at twice the table. [`load`](Self::load) reads a path with
+    /// one copy.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] saying what is wrong: a damaged, truncated or
+    /// foreign file, another format version or filter kind, a build that
+    /// hashes differently, a read error.
+    pub fn read_from<R: Read>(mut reader: R) -> Result<CuckooFilter, LoadError> {
+        let header = stream::read_header(&mut reader)?;
+        let h = Header::decode(&header)?;
+        let shape = shape(&h)?;
+        check_probe(&h)?;
+        let mut sum = Xxh3::new();
+        sum.update(&header);
+        let mut check = WordCheck::new(shape.layout);
+        let payload = PayloadReader::new(shape.payload_len).read_all(&mut reader, |chunk| {
+            sum.update(chunk);
+            check.absorb(chunk);
+        })?;
+        let stored_count = stream::read_trailer(&mut reader, sum)?;
+        check.verdict(stored_count)?;
+        CuckooFilter::from_parts(
+            shape.layout,
+            h.seed,
+            shape.m0,
+            shape.generation,
+            stored_count,
+            |dst| {
+                dst.copy_from_slice(&payload);
+                stream::le_to_native_in_place(dst);
+                Ok(())
+            },
+        )
+        .map_err(|e| from_parts_error(e, &shape))
+    }
+
+    /// Saves the filter to `path` atomically: it writes a temporary file
+    /// in the same directory, syncs it to disk, renames it over `path` and
+    /// syncs the directory. A crash or error at any point leaves either the
+    /// old file or the new one at `path`, never a mix; on error the
+    /// temporary file is removed.
+    ///
+    /// Concurrency as in [`write_to`](Self::write_to); the stripes are
+    /// released before the final sync.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error (the old file at `path` is then untouched).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("seen.koel");
+    /// let f = koel::CuckooFilter::with_capacity(10_000);
+    /// f.insert("order-17")?;
+    /// f.save(&path)?;
+    /// let g = koel::CuckooFilter::load(&path)?;
+    /// assert!(g.contains("order-17"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        file::replace_atomically(path.as_ref(), |f| self.write_to(f))
+    }
+
+    /// Loads a filter saved with [`save`](Self::save) (or any file written
+    /// by [`write_to`](Self::write_to)).
+    ///
+    /// Checks the header, then that the file is exactly as long as the
+    /// header announces, before allocating the table; then reads the
+    /// payload straight into the table and verifies it and the checksum.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_from`](Self::read_from), plus
+    /// [`LoadError::FileLengthMismatch`] for a file shorter or longer than
+    /// its header says.
+    pub fn load(path: impl AsRef<Path>) -> Result<CuckooFilter, LoadError> {
+        let mut f = std::fs::File::open(path)?;
+        let actual = f.metadata()?.len();
+        let header = stream::read_header(&mut f)?;
+        let h = Header::decode(&header)?;
+        let shape = shape(&h)?;
+        check_probe(&h)?;
+        if actual != h.file_len() {
+            return Err(LoadError::FileLengthMismatch {
+                expected: h.file_len(),
+                actual,
+            });
+        }
+        // The item count is in the trailer and the filter wants it up
+        // front: read it now, trust it only once the checksum (and the
+        // count of the payload) confirm it below.
+        let mut trailer = [0u8; TRAILER_LEN];
+        f.seek(SeekFrom::Start(HEADER_LEN as u64 + shape.payload_len))?;
+        let got = format::read_full(&mut f, &mut trailer)?;
+        f.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+        let claimed_count = stream::le_word(&trailer[..8]);
+        if got < TRAILER_LEN {
+            // The file shrank after its length was read.
+            return Err(LoadError::Truncated {
+                section: "trailer",
+                expected: TRAILER_LEN as u64,
+                found: got as u64,
+            });
+        }
+        let mut sum = Xxh3::new();
+        sum.update(&header);
+        let mut check = WordCheck::new(shape.layout);
+        // The fill closure reports through io::Error; keep the real cause.
+        let mut failure = None;
+        let filled = CuckooFilter::from_parts(
+            shape.layout,
+            h.seed,
+            shape.m0,
+            shape.generation,
+            claimed_count,
+            |dst| {
+                let mut done = 0u64;
+                for part in dst.chunks_mut(CHUNK) {
+                    let got = format::read_full(&mut f, part)?;
+                    if got < part.len() {
+                        failure = Some(LoadError::Truncated {
+                            section: "payload",
+                            expected: shape.payload_len,
+                            found: done + got as u64,
+                        });
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    done += got as u64;
+                    sum.update(part);
+                    check.absorb(part);
+                    stream::le_to_native_in_place(part);
+                }
+                Ok(())
+            },
+        );
+        let filter = match filled {
+            Ok(filter) => filter,
+            Err(e) => return Err(failure.unwrap_or_else(|| from_parts_error(e, &shape))),
+        };
+        let stored_count = stream::read_trailer(&mut f, sum)?;
+        if stored_count != claimed_count {
+            // The file changed under us between the two reads.
+            return Err(LoadError::ItemCountMismatch {
+                stored: stored_count,
+                counted: claimed_count,
+            });
+        }
+        check.verdict(stored_count)?;
+        Ok(filter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn word_check_counts_slots_and_finds_the_first_bad_word() {
+        let mut c = WordCheck::new(LayoutKind::Tags16x4);
+        c.absorb(&words(&[0, 0x0001_0000_0000_0002, 0xFFFE_FFFE_FFFE_FFFE]));
+        assert_eq!(c.counted, 6);
+        assert!(c.first_bad.is_none());
+        c.absorb(&words(&[0x0000_FFFF_0000_0000, 0xFFFF]));
+        assert_eq!(c.counted, 8);
+        assert_eq!(
+            c.first_bad,
+            Some((3, "a lane holds the reserved all-ones tag"))
+        );
+        assert!(matches!(
+            c.verdict(8),
+            Err(LoadError::CorruptPayload { word: 3, .. })
+        ));
+
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0x0FFE_0000_0000_0001, 1 << 60]));
+        assert_eq!(c.counted, 2);
+        assert_eq!(
+            c.first_bad,
+            Some((1, "bits above the last tag lane are set"))
+        );
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0xFFF << 24]));
+        assert_eq!(c.first_bad.map(|b| b.0), Some(0));
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0x0FFE_FFEF_FEFF_EFFE]));
+        assert_eq!((c.counted, c.first_bad), (5, None));
+        assert!(matches!(
+            c.verdict(4),
+            Err(LoadError::ItemCountMismatch {
+                stored: 4,
+                counted: 5
+            })
+        ));
+    }
+
+    #[test]
+    fn a_grown_geometry_round_trips() {
+        // A table of generation 2 (four regions), built from parts the way
+        // growth will leave one: every field survives the file.
+        let l = LayoutKind::Tags16x4;
+        let src = CuckooFilter::from_parts(l, 5, 128, 2, 0, |_| Ok(())).unwrap();
+        let keys: Vec<u64> = (0..1500).collect();
+        for k in &keys {
+            src.insert(k).unwrap();
+        }
+        let mut bytes = Vec::new();
+        src.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes[19], 2, "generation byte");
+        let back = CuckooFilter::read_from(&bytes[..]).unwrap();
+        assert_eq!(back.stats().generation, 2);
+        assert_eq!(back.capacity(), src.capacity());
+        assert_eq!(back.len(), 1500);
+        for k in 0..20_000u64 {
+            assert_eq!(back.contains(&k), src.contains(&k), "key {k}");
+        }
+    }
+}

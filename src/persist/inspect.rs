@@ -1,0 +1,157 @@
+//! What a saved file holds, without building a filter from it.
+
+use super::cuckoo::{self, WordCheck};
+use super::error::LoadError;
+use super::format::{read_full, Header, FORMAT_VERSION, TRAILER_LEN};
+use super::stream::{self, CHUNK};
+use crate::filter::FilterKind;
+use std::io::Read;
+use xxhash_rust::xxh3::Xxh3;
+
+/// Whether a file's bytes are the ones that were written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChecksumStatus {
+    /// The checksum over header, payload and item count matches.
+    Valid,
+    /// The checksum does not match: the file is damaged.
+    Mismatch {
+        /// The checksum stored in the file.
+        stored: u64,
+        /// The checksum of the bytes as read.
+        computed: u64,
+    },
+    /// The input ended before the checksum.
+    Truncated {
+        /// Bytes the header announces for the whole file.
+        expected: u64,
+        /// Bytes there were.
+        found: u64,
+    },
+}
+
+/// The header of a saved filter and the state of its payload, from
+/// [`inspect`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileInfo {
+    /// Which kind of filter the file holds.
+    pub kind: FilterKind,
+    /// The file's format version.
+    pub format_version: u16,
+    /// Bits per tag (cuckoo filter).
+    pub fingerprint_bits: u32,
+    /// Tags per bucket (cuckoo filter).
+    pub tags_per_bucket: u32,
+    /// Buckets per region.
+    pub m0: u64,
+    /// Growth generation: the table has `m0 << generation` buckets.
+    pub generation: u32,
+    /// Buckets in the table.
+    pub buckets: u64,
+    /// The hash seed.
+    pub seed: u64,
+    /// Payload bytes.
+    pub payload_bytes: u64,
+    /// Whether this build hashes keys as the saving build did (the stored
+    /// hash probe matches). If not, [`CuckooFilter::load`](crate::CuckooFilter::load)
+    /// refuses the file.
+    pub hash_probe_matches: bool,
+    /// The item count stored in the file (occupied tag slots), if the input
+    /// reached it.
+    pub item_count: Option<u64>,
+    /// Occupied tag slots counted in the payload, if the input held all
+    /// of it.
+    pub counted_items: Option<u64>,
+    /// Whether the payload is intact.
+    pub checksum: ChecksumStatus,
+}
+
+/// Reads a saved filter's header and streams its payload to verify the
+/// checksum and count the items, without building a filter: memory use is
+/// one 1 MiB buffer whatever the file's size.
+///
+/// A damaged payload, a truncated file or a hash-probe mismatch are
+/// reported in the returned [`FileInfo`]; only a header that cannot be
+/// interpreted (not koel's, another format version, damaged, invalid
+/// fields) is an error.
+///
+/// ```
+/// let f = koel::CuckooFilter::builder().capacity(1000).seed(7).build()?;
+/// f.insert("a")?;
+/// let mut bytes = Vec::new();
+/// f.write_to(&mut bytes)?;
+/// let info = koel::inspect(&bytes[..])?;
+/// assert_eq!(info.kind, koel::FilterKind::Cuckoo);
+/// assert_eq!((info.seed, info.item_count), (7, Some(1)));
+/// assert_eq!(info.checksum, koel::ChecksumStatus::Valid);
+/// assert!(info.hash_probe_matches);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// A [`LoadError`] for a header that is missing, foreign, of another
+/// version, damaged or invalid, or for a read error.
+pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
+    let header = stream::read_header(&mut reader)?;
+    let h = Header::decode(&header)?;
+    let shape = cuckoo::shape(&h)?;
+    let mut info = FileInfo {
+        kind: FilterKind::Cuckoo,
+        format_version: FORMAT_VERSION,
+        fingerprint_bits: shape.layout.tag_bits(),
+        tags_per_bucket: shape.layout.lanes(),
+        m0: shape.m0,
+        generation: shape.generation,
+        buckets: h.buckets,
+        seed: h.seed,
+        payload_bytes: shape.payload_len,
+        hash_probe_matches: cuckoo::check_probe(&h).is_ok(),
+        item_count: None,
+        counted_items: None,
+        checksum: ChecksumStatus::Truncated {
+            expected: h.file_len(),
+            found: header.len() as u64,
+        },
+    };
+    let mut sum = Xxh3::new();
+    sum.update(&header);
+    let mut check = WordCheck::new(shape.layout);
+    let mut buf = vec![0u8; CHUNK];
+    let mut left = shape.payload_len;
+    while left > 0 {
+        let want = CHUNK.min(usize::try_from(left).unwrap_or(CHUNK));
+        let got = read_full(&mut reader, &mut buf[..want])?;
+        if let ChecksumStatus::Truncated { found, .. } = &mut info.checksum {
+            *found += got as u64;
+        }
+        if got < want {
+            return Ok(info);
+        }
+        sum.update(&buf[..got]);
+        check.absorb(&buf[..got]);
+        left -= got as u64;
+    }
+    info.counted_items = Some(check.counted);
+    let mut trailer = [0u8; TRAILER_LEN];
+    let got = read_full(&mut reader, &mut trailer)?;
+    if got >= 8 {
+        info.item_count = Some(stream::le_word(&trailer[..8]));
+    }
+    if got < TRAILER_LEN {
+        if let ChecksumStatus::Truncated { found, .. } = &mut info.checksum {
+            *found += got as u64;
+        }
+        return Ok(info);
+    }
+    sum.update(&trailer[..8]);
+    let stored = stream::le_word(&trailer[8..]);
+    let computed = sum.digest();
+    info.checksum = if stored == computed {
+        ChecksumStatus::Valid
+    } else {
+        ChecksumStatus::Mismatch { stored, computed }
+    };
+    Ok(info)
+}
