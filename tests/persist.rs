@@ -32,7 +32,7 @@ fn assert_same_answers(a: &CuckooFilter, b: &CuckooFilter, inserted: &[u64], pro
     assert_eq!(a.seed(), b.seed());
     assert_eq!(a.fingerprint_bits(), b.fingerprint_bits());
     assert_eq!(a.memory_usage(), b.memory_usage());
-    let absent = Keys(0xAB5E_17).take(probes - inserted.len().min(probes / 2));
+    let absent = Keys(0x00AB_5E17).take(probes - inserted.len().min(probes / 2));
     let mut n = 0;
     for k in inserted.iter().copied().take(probes / 2).chain(absent) {
         assert_eq!(a.contains(&k), b.contains(&k), "contains({k})");
@@ -167,7 +167,7 @@ struct FailAfter {
 impl Write for FailAfter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if self.left == 0 {
-            return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+            return Err(io::Error::other("disk full"));
         }
         let n = buf.len().min(self.left);
         self.left -= n;
@@ -194,7 +194,7 @@ fn a_write_failing_halfway_is_an_error_and_never_a_loadable_file() {
             left: cut,
         };
         let err = new.write_to(&mut w).unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(err.to_string(), "disk full");
         assert_eq!(w.written.len(), cut);
         // What did get written is refused, never loaded as a filter.
         assert!(
