@@ -3,6 +3,7 @@
 
 use super::error::LoadError;
 use super::format::{read_full, HEADER_LEN, TRAILER_LEN};
+use std::io::Read;
 use xxhash_rust::xxh3::Xxh3;
 
 /// Bytes read, checked and written per step: large enough that per-call
@@ -100,8 +101,10 @@ impl PayloadReader {
                     .map_err(|_| LoadError::AllocationFailed { bytes: self.total })?;
             }
             let start = buf.len();
-            buf.resize(start + want, 0);
-            let got = read_full(r, &mut buf[start..])?;
+            // `read_to_end` on a `Take` fills the reserved capacity without
+            // zeroing it first, stops after `want` bytes, and retries
+            // interrupted reads.
+            let got = Read::take(&mut *r, want as u64).read_to_end(&mut buf)?;
             if got < want {
                 return Err(LoadError::Truncated {
                     section: "payload",
