@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Why a filter could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum BuildError {
     /// A capacity of zero items was requested.
@@ -23,6 +23,15 @@ pub enum BuildError {
         /// Bytes that were requested.
         bytes: usize,
     },
+    /// `max_false_positive_rate` is not a number in `(0, 1]`.
+    InvalidFalsePositiveRate(f64),
+    /// The first table alone is larger than `max_memory`.
+    ExceedsMaxMemory {
+        /// Bytes the first table needs.
+        bytes: usize,
+        /// The configured `max_memory`.
+        max: usize,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -40,6 +49,14 @@ impl fmt::Display for BuildError {
             BuildError::AllocationFailed { bytes } => {
                 write!(f, "could not allocate a table of {bytes} bytes")
             }
+            BuildError::InvalidFalsePositiveRate(p) => write!(
+                f,
+                "max_false_positive_rate must be a number in (0, 1], got {p}"
+            ),
+            BuildError::ExceedsMaxMemory { bytes, max } => write!(
+                f,
+                "the table for this capacity needs {bytes} bytes, more than max_memory ({max} bytes)"
+            ),
         }
     }
 }
@@ -47,14 +64,37 @@ impl fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 /// Why an insert did not happen. In every case the filter is unchanged: no
-/// item was evicted or lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// item was evicted or lost, and it keeps working at its current size.
+#[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum InsertError {
-    /// Both candidate buckets are full and no displacement path within the
-    /// search bounds frees a slot: the table is at its load limit (about 95%
-    /// of `capacity()` slots with 16-bit tags, 96% with 12-bit tags).
+    /// Both candidate buckets are full, no displacement path within the
+    /// search bounds frees a slot (the table is at its load limit: about 95%
+    /// of `capacity()` slots with 16-bit tags, 96% with 12-bit tags), and
+    /// the filter does not grow ([`Growth::Fixed`](crate::Growth::Fixed), or
+    /// the table already has the most regions its tags can address).
     Full,
+    /// The table is full and doubling it would pass the filter's
+    /// `max_false_positive_rate`.
+    FalsePositiveRateLimit {
+        /// The configured bound.
+        max: f64,
+        /// The estimate at full load after one more doubling.
+        next: f64,
+    },
+    /// The table is full and doubling it would pass the filter's
+    /// `max_memory` (old and new table are both alive while it migrates).
+    MemoryLimit {
+        /// The configured bound, in bytes.
+        max: usize,
+        /// Bytes the old and the doubled table would take together.
+        needed: usize,
+    },
+    /// The table is full and the allocator refused the doubled table.
+    AllocationFailed {
+        /// Bytes requested.
+        bytes: usize,
+    },
 }
 
 impl fmt::Display for InsertError {
@@ -62,7 +102,19 @@ impl fmt::Display for InsertError {
         match self {
             InsertError::Full => write!(
                 f,
-                "filter is full: no displacement path frees a slot for this key (nothing was changed)"
+                "filter is full: no displacement path frees a slot for this key and the filter cannot grow (nothing was changed)"
+            ),
+            InsertError::FalsePositiveRateLimit { max, next } => write!(
+                f,
+                "filter is full: doubling it would raise the false-positive rate to {next:.2e}, above max_false_positive_rate {max:.2e} (nothing was changed)"
+            ),
+            InsertError::MemoryLimit { max, needed } => write!(
+                f,
+                "filter is full: doubling it needs {needed} bytes, above max_memory {max} (nothing was changed)"
+            ),
+            InsertError::AllocationFailed { bytes } => write!(
+                f,
+                "filter is full and the doubled table ({bytes} bytes) could not be allocated (nothing was changed)"
             ),
         }
     }

@@ -98,7 +98,8 @@ mod sync;
 pub mod loom_support;
 
 pub use cuckoo::{
-    BatchInsertError, CuckooFilter, CuckooFilterBuilder, Pinned, Stats, DEFAULT_CAPACITY,
+    BatchInsertError, CuckooFilter, CuckooFilterBuilder, Growth, Pinned, Stats, DEFAULT_CAPACITY,
+    DEFAULT_MAX_FALSE_POSITIVE_RATE,
 };
 pub use error::{BuildError, InsertError};
 pub use filter::{Filter, FilterKind};

@@ -21,6 +21,38 @@ pub enum Canary {
     UnlockedUnique,
     /// `remove` searches and clears without holding the pair's stripe.
     UnlockedRemove,
+    /// Migration marks an old bucket forwarded before it copies its tags
+    /// into the successor: a reader can find neither.
+    ForwardBeforeCopy,
+    /// Migration marks an old bucket forwarded with a plain store instead
+    /// of a CAS: a plain insert between its read and its store is lost.
+    BlindForward,
+    /// `insert_unique` during a migration does not seal the old pair first,
+    /// so it can race an old-table `insert_unique` of the same key.
+    UnsealedUnique,
+    /// The old table is retired at once instead of through the epoch
+    /// collector (it is leaked, not freed, so the model stays sound; it is
+    /// only recorded as freed).
+    ImmediateRetire,
+}
+
+/// Addresses of tables dropped (or, under `ImmediateRetire`, retired) in
+/// the current loom execution.
+static FREED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+/// Forgets the freed tables of earlier executions (call at model start).
+pub fn reset_freed() {
+    FREED.lock().unwrap().clear();
+}
+
+/// Whether the table at `addr` was dropped (or retired by the canary).
+pub fn was_freed(addr: usize) -> bool {
+    FREED.lock().unwrap().contains(&addr)
+}
+
+/// Records that the table at `addr` is gone.
+pub(crate) fn mark_freed(addr: usize) {
+    FREED.lock().unwrap().push(addr);
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for

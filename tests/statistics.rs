@@ -4,13 +4,15 @@
 mod common;
 
 use common::Keys;
-use koel::CuckooFilter;
+use koel::{CuckooFilter, Growth};
 
+/// A fixed-size filter: these tests measure one table's properties.
 fn build(capacity: usize, bits: u32, seed: u64) -> CuckooFilter {
     CuckooFilter::builder()
         .capacity(capacity)
         .fingerprint_bits(bits)
         .seed(seed)
+        .growth(Growth::Fixed)
         .build()
         .unwrap()
 }

@@ -4,14 +4,14 @@ use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::batch;
 use crate::raw::bucket::{L12x5, L16x4};
-use crate::raw::ops::{self, InsertFailure};
+use crate::raw::ops::{self, InsertFailure, Sealed};
 use crate::sync::epoch;
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::Hash;
 
 /// A batch insert stopped at a key that could not be inserted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BatchInsertError {
     /// Keys inserted before the failure: `keys[..inserted]` are in the
     /// filter, `keys[inserted]` is the key that failed, the rest were not
@@ -59,8 +59,12 @@ impl CuckooFilter {
         let guard = epoch::pin();
         let t = self.table(&guard);
         let hash = |i: usize| self.hash(&keys[i]);
-        let _ = with_layout!(self, L => batch::for_each::<L, Infallible>(t, keys.len(), hash, |i, at| {
-            out[i] = ops::contains::<L>(t, at, &self.counters);
+        let _ = with_layout!(self, L => batch::for_each::<L, Infallible>(t, 0, keys.len(), hash, |i, at| {
+            out[i] = match ops::contains::<L>(t, at, &self.counters) {
+                Ok(found) => found,
+                // The table is migrating: this key takes the general path.
+                Err(Sealed) => self.contains_in(hash(i), &guard),
+            };
             Ok(())
         }));
     }
@@ -73,14 +77,7 @@ impl CuckooFilter {
     /// Stops at the first key that cannot be inserted; the error says how
     /// many keys went in before it.
     pub fn insert_many<K: Hash>(&self, keys: &[K]) -> Result<(), BatchInsertError> {
-        let guard = epoch::pin();
-        let t = self.table(&guard);
-        let hash = |i: usize| self.hash(&keys[i]);
-        with_layout!(self, L => batch::for_each::<L, _>(t, keys.len(), hash, |i, at| {
-            ops::insert::<L>(t, at, false, &self.counters)
-                .map(|_| ())
-                .map_err(|InsertFailure::Full| BatchInsertError { inserted: i, error: InsertError::Full })
-        }))
+        self.insert_batch(keys, false, |_, _| {})
     }
 
     /// [`insert_unique`](Self::insert_unique) for every key, in order:
@@ -105,17 +102,61 @@ impl CuckooFilter {
             out.len(),
             "insert_unique_many: keys and out differ in length"
         );
+        self.insert_batch(keys, true, |i, new| out[i] = new)
+    }
+
+    /// The loop under `insert_many` and `insert_unique_many`: prefetching
+    /// runs over the current table; a key that needs more (a full table,
+    /// a migration) takes the general path, and the batch then resumes on
+    /// whatever table is current.
+    fn insert_batch<K: Hash>(
+        &self,
+        keys: &[K],
+        unique: bool,
+        mut done: impl FnMut(usize, bool),
+    ) -> Result<(), BatchInsertError> {
         let guard = epoch::pin();
-        let t = self.table(&guard);
         let hash = |i: usize| self.hash(&keys[i]);
-        with_layout!(self, L => batch::for_each::<L, _>(t, keys.len(), hash, |i, at| {
-            match ops::insert::<L>(t, at, true, &self.counters) {
-                Ok(new) => {
-                    out[i] = new;
-                    Ok(())
-                }
-                Err(InsertFailure::Full) => Err(BatchInsertError { inserted: i, error: InsertError::Full }),
+        let mut start = 0;
+        let mut refused = None;
+        while start < keys.len() {
+            let t = self.table(&guard);
+            let stopped = if t.migration(&guard).is_some() {
+                Err(start)
+            } else {
+                with_layout!(self, L => batch::for_each::<L, usize>(t, start, keys.len(), hash, |i, at| {
+                    match ops::insert::<L>(t, at, unique, &self.counters) {
+                        Ok(inserted) => {
+                            done(i, inserted);
+                            Ok(())
+                        }
+                        Err(InsertFailure::Full) => {
+                            // Start the doubling (or learn why not) here, so
+                            // the general path below does not search again.
+                            match self.grow(t, &guard) {
+                                Ok(()) => Err(i),
+                                Err(error) => {
+                                    refused = Some(error);
+                                    Err(i)
+                                }
+                            }
+                        }
+                        Err(InsertFailure::Sealed) => Err(i),
+                    }
+                }))
+            };
+            let Err(i) = stopped else {
+                break;
+            };
+            if let Some(error) = refused {
+                return Err(BatchInsertError { inserted: i, error });
             }
-        }))
+            let inserted = self
+                .insert_in(hash(i), unique, &guard)
+                .map_err(|error| BatchInsertError { inserted: i, error })?;
+            done(i, inserted);
+            start = i + 1;
+        }
+        Ok(())
     }
 }

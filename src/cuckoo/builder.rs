@@ -1,6 +1,6 @@
 //! Configuration and construction of a [`CuckooFilter`].
 
-use super::{CuckooFilter, LayoutKind};
+use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::BuildError;
 use crate::hash::KeyHasher;
 use crate::raw::counters::Counters;
@@ -18,12 +18,16 @@ pub const DEFAULT_CAPACITY: usize = 1 << 20;
 /// | [`capacity`](Self::capacity) | 1,048,576 | items the table is sized to hold |
 /// | [`fingerprint_bits`](Self::fingerprint_bits) | 16 | 16 (4 tags per bucket, FPR ~1.2e-4) or 12 (5 tags per bucket, FPR ~2.4e-3) |
 /// | [`seed`](Self::seed) | random per filter | hash seed |
+/// | [`growth`](Self::growth) | [`Growth::Double`] | whether a full table doubles |
+/// | [`max_memory`](Self::max_memory) | none | bytes the tables may take, growth included |
+/// | [`max_false_positive_rate`](Self::max_false_positive_rate) | 1e-2 | growth stops before the FPR estimate passes it |
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct CuckooFilterBuilder {
     capacity: usize,
     fingerprint_bits: u32,
     seed: Option<u64>,
+    policy: GrowthPolicy,
     #[cfg(loom)]
     canary: crate::loom_support::Canary,
 }
@@ -34,6 +38,7 @@ impl Default for CuckooFilterBuilder {
             capacity: DEFAULT_CAPACITY,
             fingerprint_bits: 16,
             seed: None,
+            policy: GrowthPolicy::default(),
             #[cfg(loom)]
             canary: Default::default(),
         }
@@ -63,6 +68,48 @@ impl CuckooFilterBuilder {
         self
     }
 
+    /// Whether the table doubles when it is full ([`Growth::Double`], the
+    /// default) or inserts then fail ([`Growth::Fixed`]).
+    ///
+    /// A filter grows only when an insert finds no displacement path, so it
+    /// reaches the same load (95% / 96%) before each doubling as a fixed
+    /// filter before its first `Full`. Each doubling spends one tag bit on
+    /// addressing, so the false-positive rate about doubles: with 16-bit
+    /// tags about 1.2e-4, 2.3e-4, 4.6e-4, ... 1.9e-3 after 4 doublings and
+    /// 7.4e-3 after 6.
+    ///
+    /// ```
+    /// use koel::{CuckooFilter, Growth};
+    /// let f = CuckooFilter::builder().capacity(1000).growth(Growth::Double).build()?;
+    /// for k in 0..10_000u32 {
+    ///     f.insert(&k)?; // grows from ~1K to ~16K slots on the way
+    /// }
+    /// assert!(f.generation() >= 3);
+    /// assert!((0..10_000u32).all(|k| f.contains(&k)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn growth(mut self, growth: Growth) -> Self {
+        self.policy.growth = growth;
+        self
+    }
+
+    /// An upper bound, in bytes, on the tables: a doubling that would pass
+    /// it (counting old and new table, which coexist while it migrates) is
+    /// refused with [`InsertError::MemoryLimit`](crate::InsertError::MemoryLimit).
+    pub fn max_memory(mut self, bytes: usize) -> Self {
+        self.policy.max_memory = Some(bytes);
+        self
+    }
+
+    /// Growth stops before the false-positive estimate at full load would
+    /// pass `rate` (default 1e-2: 6 doublings, 64x, with 16-bit tags; 2
+    /// doublings, 4x, with 12-bit tags); the insert that would need it gets
+    /// [`InsertError::FalsePositiveRateLimit`](crate::InsertError::FalsePositiveRateLimit).
+    pub fn max_false_positive_rate(mut self, rate: f64) -> Self {
+        self.policy.max_false_positive_rate = rate;
+        self
+    }
+
     /// Selects a deliberately broken protocol (loom canaries only).
     #[cfg(loom)]
     #[doc(hidden)]
@@ -76,7 +123,9 @@ impl CuckooFilterBuilder {
     /// # Errors
     ///
     /// [`BuildError::ZeroCapacity`], [`BuildError::CapacityTooLarge`],
-    /// [`BuildError::UnsupportedFingerprintBits`], or
+    /// [`BuildError::UnsupportedFingerprintBits`],
+    /// [`BuildError::InvalidFalsePositiveRate`],
+    /// [`BuildError::ExceedsMaxMemory`], or
     /// [`BuildError::AllocationFailed`] if the allocator refuses the table
     /// (never an abort).
     pub fn build(self) -> Result<CuckooFilter, BuildError> {
@@ -85,7 +134,17 @@ impl CuckooFilterBuilder {
             12 => LayoutKind::Tags12x5,
             bits => return Err(BuildError::UnsupportedFingerprintBits(bits)),
         };
+        let rate = self.policy.max_false_positive_rate;
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(BuildError::InvalidFalsePositiveRate(rate));
+        }
         let m0 = buckets_for(self.capacity, layout)?;
+        if let Some(max) = self.policy.max_memory {
+            let bytes = Table::bytes_for(m0 as usize);
+            if bytes > max {
+                return Err(BuildError::ExceedsMaxMemory { bytes, max });
+            }
+        }
         let mut table = Table::new(Geometry::new(m0, 0))
             .map_err(|e| BuildError::AllocationFailed { bytes: e.bytes })?;
         #[cfg(loom)]
@@ -100,6 +159,7 @@ impl CuckooFilterBuilder {
             layout,
             hasher,
             counters: Counters::default(),
+            policy: self.policy,
         })
     }
 }

@@ -2,12 +2,15 @@
 
 mod batch;
 mod builder;
+mod growth;
 mod pinned;
 pub(crate) mod snapshot;
 mod stats;
 
 pub use batch::BatchInsertError;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
+pub(crate) use growth::GrowthPolicy;
+pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
 pub use pinned::Pinned;
 pub use stats::Stats;
 
@@ -15,9 +18,10 @@ use crate::error::{BuildError, InsertError};
 use crate::hash::KeyHasher;
 use crate::raw::bucket::{L12x5, L16x4, Layout};
 use crate::raw::counters::Counters;
-use crate::raw::ops::{self, InsertFailure};
+use crate::raw::migrating::{self, Retry};
+use crate::raw::ops::{self, InsertFailure, Sealed};
 use crate::raw::table::Table;
-use crate::sync::{epoch, Ordering};
+use crate::sync::{epoch, Backoff, Ordering};
 use std::fmt;
 use std::hash::Hash;
 
@@ -51,15 +55,6 @@ impl LayoutKind {
             LayoutKind::Tags16x4 => L16x4::MAX_TAG,
             LayoutKind::Tags12x5 => L12x5::MAX_TAG,
         }
-    }
-
-    /// Expected false-positive rate of a lookup for an absent key at `load`:
-    /// `1 - (1 - 1/V)^(2 * b * load)` for `V` tag values and `b` tags per
-    /// bucket (each of the `2 * b * load` occupied slots it checks matches
-    /// with probability `1/V`).
-    pub(crate) fn false_positive_rate(self, load: f64) -> f64 {
-        let slots_checked = 2.0 * self.lanes() as f64 * load;
-        1.0 - (1.0 - 1.0 / self.tag_values() as f64).powf(slots_checked)
     }
 
     /// The load the builder sizes for: a little under the load at which
@@ -128,12 +123,13 @@ pub(crate) use with_layout;
 /// # Ok::<(), koel::BuildError>(())
 /// ```
 pub struct CuckooFilter {
-    /// The current table. Loaded once per operation, and every geometry
-    /// value comes from that one object (growth will swap it).
+    /// The current table. Loaded once per operation attempt, and every
+    /// geometry value comes from that one object; growth swaps it.
     table: epoch::Atomic<Table>,
     layout: LayoutKind,
     hasher: KeyHasher,
     counters: Counters,
+    policy: GrowthPolicy,
 }
 
 impl CuckooFilter {
@@ -169,15 +165,16 @@ impl CuckooFilter {
     /// The current table, valid while `guard` is pinned.
     #[inline(always)]
     fn table<'g>(&self, guard: &'g epoch::Guard) -> &'g Table {
-        // Acquire: pairs with the Release store of a future growth swap, so
-        // a new table's words and geometry are initialised. (The first
+        // Acquire: pairs with the Release CAS in `install_if_done`, so a
+        // successor's migrated words and geometry are visible. (The first
         // table needs no pairing: it was stored before the filter was
         // shared, and sharing it, e.g. spawning with an `Arc`, synchronises.)
         let shared = self.table.load(Ordering::Acquire, guard);
         // SAFETY: the pointer is non-null from construction until `Drop`,
-        // which has `&mut self`. The table is freed only there (growth will
-        // add `defer_destroy` after a replacement), so it outlives `guard`,
-        // which bounds the returned borrow.
+        // which has `&mut self`. A replaced table is freed through
+        // `defer_destroy` only after every guard pinned before its
+        // replacement is gone, so it outlives `guard`, which bounds the
+        // returned borrow.
         unsafe { shared.deref() }
     }
 
@@ -217,26 +214,131 @@ impl CuckooFilter {
         guard: &epoch::Guard,
     ) -> Result<bool, InsertError> {
         let t = self.table(guard);
-        with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters))
-            .map_err(|InsertFailure::Full| InsertError::Full)
+        if t.migration(guard).is_none() {
+            let fast = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+            match fast {
+                Ok(inserted) => return Ok(inserted),
+                Err(InsertFailure::Full) => self.grow(t, guard)?,
+                Err(InsertFailure::Sealed) => {}
+            }
+        }
+        self.insert_slow(hash, unique, guard)
+    }
+
+    /// `insert_in` when the table is full or migrating: grows, helps the
+    /// migration, and retries on whatever table is current.
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(
+        &self,
+        hash: u64,
+        unique: bool,
+        guard: &epoch::Guard,
+    ) -> Result<bool, InsertError> {
+        let mut backoff = Backoff::default();
+        loop {
+            let t = self.table(guard);
+            match t.migration(guard) {
+                None => {
+                    let r = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+                    match r {
+                        Ok(inserted) => return Ok(inserted),
+                        Err(InsertFailure::Full) => self.grow(t, guard)?,
+                        // A migration began under us: go round again.
+                        Err(InsertFailure::Sealed) => {}
+                    }
+                }
+                Some(m) => {
+                    let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, &self.counters));
+                    // Then this operation's share of the migration (which
+                    // also installs the successor when it is complete).
+                    self.help_migration(t, m, guard);
+                    match r {
+                        Ok(inserted) => return Ok(inserted),
+                        Err(Retry) => backoff.snooze(),
+                    }
+                }
+            }
+        }
     }
 
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
         let t = self.table(guard);
-        with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+        match with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+        {
+            Ok(found) => found,
+            Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
+                with_layout!(self, L => match next {
+                    None => ops::contains::<L>(t, at, &self.counters),
+                    Some(next) => migrating::contains::<L>(t, next, at, &self.counters),
+                })
+            }),
+        }
+    }
+
+    /// A read whose pair was sealed: retries `read(table, successor, at)`
+    /// on the current table until it answers. `successor` is `Some` when
+    /// the table has a migration; `read` tries the plain path first.
+    #[cold]
+    #[inline(never)]
+    fn read_slow<R>(
+        &self,
+        hash: u64,
+        guard: &epoch::Guard,
+        read: impl Fn(&Table, Option<&Table>, crate::raw::geometry::Located) -> Result<R, Sealed>,
+    ) -> R {
+        let mut backoff = Backoff::default();
+        loop {
+            let t = self.table(guard);
+            let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+            if let Ok(r) = read(t, None, at) {
+                return r;
+            }
+            if let Some(m) = t.migration(guard) {
+                if let Ok(r) = read(t, Some(m.next()), at) {
+                    return r;
+                }
+            }
+            // The successor is sealed too: it must have been installed.
+            backoff.snooze();
+        }
     }
 
     #[inline(always)]
     pub(crate) fn remove_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
-        let t = self.table(guard);
-        with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+        let mut backoff = Backoff::default();
+        loop {
+            let t = self.table(guard);
+            let r = match t.migration(guard) {
+                None => with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+                    .map_err(Retry::from),
+                Some(m) => {
+                    let r = with_layout!(self, L => migrating::remove::<L>(t, m, t.geometry().locate::<L>(hash), &self.counters));
+                    self.help_migration(t, m, guard);
+                    r
+                }
+            };
+            match r {
+                Ok(removed) => return removed,
+                Err(Retry) => backoff.snooze(),
+            }
+        }
     }
 
     #[inline(always)]
     pub(crate) fn count_in(&self, hash: u64, guard: &epoch::Guard) -> usize {
         let t = self.table(guard);
-        with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+        match with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+        {
+            Ok(n) => n,
+            Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
+                with_layout!(self, L => match next {
+                    None => ops::count::<L>(t, at, &self.counters),
+                    Some(next) => migrating::count::<L>(t, next, at, &self.counters),
+                })
+            }),
+        }
     }
 
     /// The 64-bit hash of `key` under this filter's seed, for the `*_hash`
@@ -334,7 +436,10 @@ impl CuckooFilter {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
         let guard = epoch::pin();
         let t = self.table(&guard);
-        ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash), &self.counters)
+        match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash), &self.counters) {
+            Ok(found) => found,
+            Err(Sealed) => self.contains_in(hash, &guard),
+        }
     }
 
     /// Removes one copy of `key`; `true` if a copy was found.
@@ -403,9 +508,15 @@ impl CuckooFilter {
         self.len() as f64 / self.capacity() as f64
     }
 
-    /// Bytes of the table: bucket words plus version stripes.
+    /// Bytes of the table: bucket words plus version stripes; while the
+    /// table doubles, the old and the new table together. The old table is
+    /// freed once no thread can still be reading it.
     pub fn memory_usage(&self) -> usize {
-        self.with_table(Table::bytes)
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        t.bytes()
+            + t.migration(&guard)
+                .map_or(0, |m| m.next().bytes() + m.bytes())
     }
 
     /// Bits per tag (16 or 12).
@@ -424,10 +535,31 @@ impl CuckooFilter {
     }
 
     /// Expected false-positive rate of `contains` for an absent key at the
-    /// current load: `1 - (1 - 1/V)^(2 * b * load)` for `V` tag values and
-    /// `b` tags per bucket.
+    /// current load: `1 - (1 - 2^g/V)^(2 * b * load)` for `V` tag values,
+    /// `b` tags per bucket and `g` doublings so far (each doubling spends
+    /// one tag bit on addressing).
     pub fn false_positive_rate(&self) -> f64 {
-        self.layout.false_positive_rate(self.load_factor())
+        self.with_table(|t| {
+            let load = self.len() as f64 / self.slots(t) as f64;
+            self.layout
+                .false_positive_rate_at(t.geometry().generation(), load)
+        })
+    }
+
+    /// Doublings so far (0 for the first table).
+    pub fn generation(&self) -> u32 {
+        self.with_table(|t| t.geometry().generation())
+    }
+
+    /// The growth setting (see [`Growth`]).
+    pub fn growth(&self) -> Growth {
+        self.policy.growth
+    }
+
+    /// The false-positive rate growth may not pass (see
+    /// [`CuckooFilterBuilder::max_false_positive_rate`]).
+    pub fn max_false_positive_rate(&self) -> f64 {
+        self.policy.max_false_positive_rate
     }
 
     /// Removes every item. Not atomic with respect to concurrent writers:
@@ -437,30 +569,46 @@ impl CuckooFilter {
     /// never half done across it, and inserts that start after it returned
     /// are kept.
     pub fn clear(&self) {
-        self.with_table(ops::clear);
+        let guard = epoch::pin();
+        loop {
+            // A migrating table is finished first, so one table holds all.
+            self.finish_migration(&guard);
+            if ops::clear(self.table(&guard)).is_ok() {
+                break;
+            }
+        }
         self.counters.reset_len();
     }
 
     /// A snapshot of sizes and operation statistics.
     pub fn stats(&self) -> Stats {
         let totals = self.counters.totals();
+        let (growths, growth_refusals) = self.counters.growth_events();
         // Every size comes from the one table loaded here.
-        self.with_table(|t| {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        let migration = t.migration(&guard);
+        {
             let len = self.len();
             let capacity = self.slots(t);
             let load_factor = len as f64 / capacity as f64;
+            let generation = t.geometry().generation();
             Stats {
                 len,
                 occupied_slots: with_layout!(self, L => ops::occupied::<L>(t)),
                 capacity,
                 buckets: t.buckets(),
                 load_factor,
-                memory_bytes: t.bytes(),
+                memory_bytes: self.memory_usage(),
                 version_stripes: t.stripe_count(),
                 fingerprint_bits: self.fingerprint_bits(),
                 tags_per_bucket: self.tags_per_bucket(),
-                generation: t.geometry().generation(),
-                false_positive_rate: self.layout.false_positive_rate(load_factor),
+                generation,
+                false_positive_rate: self.layout.false_positive_rate_at(generation, load_factor),
+                max_false_positive_rate: self.policy.max_false_positive_rate,
+                growths,
+                growth_refusals,
+                migrating: migration.is_some(),
                 displacements: totals.displacements,
                 paths_by_length: totals.paths,
                 stale_paths: totals.stale_paths,
@@ -468,7 +616,7 @@ impl CuckooFilter {
                 validation_retries: totals.validation_retries,
                 cas_retries: totals.cas_retries,
             }
-        })
+        }
     }
 }
 
@@ -494,7 +642,13 @@ impl Drop for CuckooFilter {
             let table = self
                 .table
                 .swap(epoch::Shared::null(), Ordering::Relaxed, guard);
-            if !table.is_null() {
+            if let Some(t) = table.as_ref() {
+                // Dropped mid-migration: the successor is owned here too.
+                // (It cannot have a successor of its own: a table grows
+                // only once it is current.)
+                if let Some(m) = t.migration(guard) {
+                    drop(Box::from_raw(m.next_ptr().cast_mut()));
+                }
                 drop(table.into_owned());
             }
         }

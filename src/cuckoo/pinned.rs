@@ -106,6 +106,14 @@ impl Pinned<'_> {
     pub fn filter(&self) -> &CuckooFilter {
         self.filter
     }
+
+    /// Loom models only: the address of the filter's current table, as
+    /// seen under this handle's guard.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_table_addr(&self) -> usize {
+        self.filter.table(&self.guard) as *const _ as usize
+    }
 }
 
 impl fmt::Debug for Pinned<'_> {

@@ -10,7 +10,8 @@ use super::{CuckooFilter, LayoutKind};
 use crate::hash::KeyHasher;
 use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
-use crate::raw::table::{StripeLock, Table};
+use crate::raw::ops;
+use crate::raw::table::Table;
 use crate::sync::{epoch, AtomicU64};
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
@@ -46,10 +47,16 @@ impl CuckooFilter {
     /// and all reads go on.
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
         let guard = epoch::pin();
-        let t = self.table(&guard);
         // Holding every stripe excludes each displacement hop and each
-        // remove, which are the only ways a tag leaves a bucket.
-        let _all: Vec<StripeLock<'_>> = t.stripes().iter().map(StripeLock::acquire).collect();
+        // remove, which are the only ways a tag leaves a bucket. A
+        // migrating table is finished first, so one table holds every tag.
+        let (t, _all) = loop {
+            self.finish_migration(&guard);
+            let t = self.table(&guard);
+            if let Ok(all) = ops::hold_all(t) {
+                break (t, all);
+            }
+        };
         let geo = t.geometry();
         f(&SnapshotView {
             layout: self.layout,
@@ -94,6 +101,7 @@ impl CuckooFilter {
             layout,
             hasher: KeyHasher::new(seed),
             counters,
+            policy: super::GrowthPolicy::default(),
         })
     }
 }

@@ -21,7 +21,7 @@ pub struct Stats {
     pub buckets: usize,
     /// `len / capacity`.
     pub load_factor: f64,
-    /// Bytes of buckets and version stripes.
+    /// Bytes of buckets and version stripes (both tables while migrating).
     pub memory_bytes: usize,
     /// Version stripes guarding bucket pairs.
     pub version_stripes: usize,
@@ -29,10 +29,20 @@ pub struct Stats {
     pub fingerprint_bits: u32,
     /// Tags per bucket.
     pub tags_per_bucket: u32,
-    /// Table generation: how many times it has doubled (0 for now).
+    /// Table generation: how many times it has doubled.
     pub generation: u32,
-    /// Expected false-positive rate at the current load.
+    /// Expected false-positive rate at the current load and generation.
     pub false_positive_rate: f64,
+    /// The bound growth stops before (default 1e-2: 64x growth with 16-bit
+    /// tags, 4x with 12-bit).
+    pub max_false_positive_rate: f64,
+    /// Doublings completed (migrations finished).
+    pub growths: u64,
+    /// Growths refused (memory or FPR bound, allocation failure, `Fixed`).
+    pub growth_refusals: u64,
+    /// Whether a doubling is migrating right now (`memory_bytes` then
+    /// counts both tables).
+    pub migrating: bool,
     /// Tags moved between their two buckets by displacement.
     pub displacements: u64,
     /// Committed displacement paths, indexed by their number of hops.
@@ -40,7 +50,9 @@ pub struct Stats {
     /// Displacement paths abandoned because a bucket changed after the
     /// search (then searched again).
     pub stale_paths: u64,
-    /// Inserts refused with [`InsertError::Full`](crate::InsertError::Full).
+    /// Inserts that found no displacement path in a full table: each one
+    /// starts a doubling, or fails with an [`InsertError`](crate::InsertError)
+    /// if growth is refused.
     pub insert_failures: u64,
     /// Negative reads repeated because a writer overlapped them.
     pub validation_retries: u64,

@@ -15,11 +15,13 @@ use super::table::Table;
 /// key that is about one DRAM latency of this class of machine.
 const AHEAD: usize = 8;
 
-/// Calls `op(i, located(hash(i)))` for `i` in `0..n`, in order, with both
-/// buckets of key `i + AHEAD` prefetched first. Stops at the first `Err`.
+/// Calls `op(i, located(hash(i)))` for `i` in `start..n`, in order, with
+/// both buckets of key `i + AHEAD` prefetched first. Stops at the first
+/// `Err`.
 #[inline(always)]
 pub(crate) fn for_each<L: Layout, E>(
     t: &Table,
+    start: usize,
     n: usize,
     hash: impl Fn(usize) -> u64,
     mut op: impl FnMut(usize, Located) -> Result<(), E>,
@@ -32,10 +34,10 @@ pub(crate) fn for_each<L: Layout, E>(
         at
     };
     let mut ring = [Located::default(); AHEAD];
-    for (i, slot) in ring.iter_mut().enumerate().take(n) {
-        *slot = locate(i);
+    for i in start..n.min(start + AHEAD) {
+        ring[i % AHEAD] = locate(i);
     }
-    for i in 0..n {
+    for i in start..n {
         let at = ring[i % AHEAD];
         if i + AHEAD < n {
             ring[i % AHEAD] = locate(i + AHEAD);

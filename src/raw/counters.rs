@@ -46,9 +46,13 @@ impl Shard {
     }
 }
 
-/// All shards of one filter.
+/// All shards of one filter, and the rare growth events.
 pub(crate) struct Counters {
     shards: Box<[CachePadded<Shard>]>,
+    /// Migrations completed (successor installed).
+    growths: StatU64,
+    /// Growths refused by the policy or the allocator.
+    growth_refusals: StatU64,
 }
 
 impl Default for Counters {
@@ -57,6 +61,8 @@ impl Default for Counters {
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard::default()))
                 .collect(),
+            growths: StatU64::new(0),
+            growth_refusals: StatU64::new(0),
         }
     }
 }
@@ -74,6 +80,22 @@ pub(crate) struct Totals {
 }
 
 impl Counters {
+    pub(crate) fn bump_growths(&self) {
+        self.growths.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn bump_growth_refusals(&self) {
+        self.growth_refusals.fetch_add(1, Relaxed);
+    }
+
+    /// `(growths, growth refusals)`.
+    pub(crate) fn growth_events(&self) -> (u64, u64) {
+        (
+            self.growths.load(Relaxed),
+            self.growth_refusals.load(Relaxed),
+        )
+    }
+
     /// The shard for an operation whose first bucket is `bucket`.
     #[inline(always)]
     pub(crate) fn shard(&self, bucket: usize) -> &Shard {

@@ -14,21 +14,30 @@
 //!   a move of that pair overlapped the loads, it reads again.
 //! * `remove` and `insert_unique` hold the pair's stripe, which excludes
 //!   moves of their own tag, so their check-then-CAS sees a stable pair.
+//! * A sealed stripe or a forwarded bucket means the table is being
+//!   replaced by its successor: these functions then return [`Sealed`] and
+//!   the caller goes on with the migration-aware versions in `migrating.rs`.
 
 use super::bucket::{self, Layout};
 use super::counters::{Counters, Shard};
 use super::geometry::Located;
-use super::path;
-use super::table::{StripeLock, Table};
+use super::path::{self, Room};
+use super::table::{StripeLock, Table, SEALED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
+
+/// The table is being replaced by its successor: go on there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sealed;
 
 /// Whether the tag of `at` is in either candidate bucket.
 ///
 /// Never writes shared memory. A positive answer is final as soon as a load
 /// shows the tag; a negative one stands only if the pair's stripe was even
 /// and unchanged across the two bucket loads, otherwise it reads again.
+/// `Err(Sealed)` if the pair is sealed and the answer was negative (the
+/// tag may have moved on to the successor).
 #[inline(always)]
-pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
+pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<bool, Sealed> {
     let Located { tag, i1, i2 } = at;
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
@@ -45,16 +54,21 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool 
         let w1 = t.word(i1).load(Ordering::Acquire);
         let w2 = t.word(i2).load(Ordering::Acquire);
         if bucket::contains::<L>(w1, tag) || bucket::contains::<L>(w2, tag) {
-            return true;
+            return Ok(true);
         }
         #[cfg(loom)]
         if t.canary == crate::loom_support::Canary::UnvalidatedNegative {
-            return false;
+            return Ok(false);
         }
         // Relaxed: ordered after the bucket loads by their Acquire (above).
         let after = stripe.load(Ordering::Relaxed);
         if before == after && before & 1 == 0 {
-            return false;
+            return Ok(false);
+        }
+        // Only the Acquire `before` may conclude "sealed": it synchronises
+        // with the seal, so the caller then finds the migration.
+        if before == SEALED {
+            return Err(Sealed);
         }
         Shard::bump(&c.shard(i1).validation_retries);
         backoff.snooze();
@@ -62,8 +76,9 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool 
 }
 
 /// Copies of the tag of `at` in its two buckets, read consistently (a tag in
-/// flight between the two is counted once).
-pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> usize {
+/// flight between the two is counted once). `Err(Sealed)` once the pair is
+/// sealed.
+pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<usize, Sealed> {
     let Located { tag, i1, i2 } = at;
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
@@ -71,12 +86,15 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> usize {
         // Orderings as in `contains`: a move overlapping the loads
         // could show the tag twice or not at all, so both answers validate.
         let before = stripe.load(Ordering::Acquire);
+        if before == SEALED {
+            return Err(Sealed);
+        }
         if before & 1 == 0 {
             let w1 = t.word(i1).load(Ordering::Acquire);
             let w2 = t.word(i2).load(Ordering::Acquire);
             let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);
             if stripe.load(Ordering::Relaxed) == before {
-                return copies as usize;
+                return Ok(copies as usize);
             }
         }
         Shard::bump(&c.shard(i1).validation_retries);
@@ -89,6 +107,14 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> usize {
 pub(crate) enum InsertFailure {
     /// No displacement path frees a lane in either candidate bucket.
     Full,
+    /// The table is being replaced: go on in the successor.
+    Sealed,
+}
+
+impl From<Sealed> for InsertFailure {
+    fn from(_: Sealed) -> Self {
+        InsertFailure::Sealed
+    }
 }
 
 /// Inserts the tag of `at`. With `unique`, first checks (under the pair's
@@ -105,7 +131,7 @@ pub(crate) fn insert<L: Layout>(
     let mut first_try = true;
     loop {
         if unique {
-            let _lock = StripeLock::acquire(t.stripe(i1, i2));
+            let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
             #[cfg(loom)]
             if t.canary == crate::loom_support::Canary::UnlockedUnique {
                 drop(_lock);
@@ -128,14 +154,18 @@ pub(crate) fn insert<L: Layout>(
                 return Ok(true);
             }
         }
-        if !path::make_room::<L>(t, i1, i2, shard) {
-            // A racing insert_unique of this same key may have made room and
-            // won in the meantime: then the answer is "present", not Full.
-            if unique && contains_locked::<L>(t, tag, i1, i2) {
-                return Ok(false);
+        match path::make_room::<L>(t, i1, i2, shard, |_| true) {
+            Room::Made => {}
+            Room::Sealed => return Err(InsertFailure::Sealed),
+            Room::NoPath => {
+                // A racing insert_unique of this same key may have made room
+                // and won in the meantime: then the answer is "present".
+                if unique && contains_locked::<L>(t, tag, i1, i2)? {
+                    return Ok(false);
+                }
+                Shard::bump(&shard.full);
+                return Err(InsertFailure::Full);
             }
-            Shard::bump(&shard.full);
-            return Err(InsertFailure::Full);
         }
         // Room was made but may be taken again before the retry; two inserts
         // that keep moving one tag back and forth between their buckets
@@ -160,18 +190,18 @@ fn present_in_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool
 }
 
 /// `present_in_pair` under a fresh hold of the pair's stripe.
-fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool {
-    let _lock = StripeLock::acquire(t.stripe(i1, i2));
-    present_in_pair::<L>(t, tag, i1, i2)
+fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<bool, Sealed> {
+    let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
+    Ok(present_in_pair::<L>(t, tag, i1, i2))
 }
 
 /// Removes one copy of the tag of `at`; `false` if neither bucket holds one.
-pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
+pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<bool, Sealed> {
     let Located { tag, i1, i2 } = at;
     let shard = c.shard(i1);
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.
-    let _lock = StripeLock::acquire(t.stripe(i1, i2));
+    let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
     #[cfg(loom)]
     if t.canary == crate::loom_support::Canary::UnlockedRemove {
         drop(_lock);
@@ -180,7 +210,7 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> bool {
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);
     }
-    removed
+    Ok(removed)
 }
 
 /// `(i1, i2)` or `(i2, i1)`: the bucket with more empty lanes first.
@@ -252,11 +282,24 @@ pub(crate) fn occupied<L: Layout>(t: &Table) -> usize {
 /// copy, and could take a copy of the same tag that a later insert put
 /// there after `clear` returned. Taking all stripes cannot deadlock: every
 /// other holder holds just one and never waits while holding it.
-pub(crate) fn clear(t: &Table) {
-    let _all: Vec<StripeLock<'_>> = t.stripes().iter().map(StripeLock::acquire).collect();
+///
+/// `Err(Sealed)`, having changed nothing, if the table is being replaced.
+pub(crate) fn clear(t: &Table) -> Result<(), Sealed> {
+    let _all = hold_all(t)?;
     for w in t.words() {
         // AcqRel: nothing pairs with it (a cleared word publishes nothing);
         // what matters is that it is an RMW, see above.
         w.swap(0, Ordering::AcqRel);
     }
+    Ok(())
+}
+
+/// Takes every stripe of `t` in ascending order (which cannot deadlock:
+/// every other holder holds one and never waits while holding it), or
+/// none if one is sealed.
+pub(crate) fn hold_all(t: &Table) -> Result<Vec<StripeLock<'_>>, Sealed> {
+    t.stripes()
+        .iter()
+        .map(|s| StripeLock::acquire(s).ok_or(Sealed))
+        .collect()
 }

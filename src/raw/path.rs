@@ -21,6 +21,7 @@
 
 use super::bucket::{self, Layout};
 use super::counters::{Shard, PATH_HISTOGRAM};
+use super::migrate::FORWARDED;
 use super::ops::take;
 use super::table::{StripeLock, Table};
 use crate::sync::{Backoff, Ordering};
@@ -70,27 +71,67 @@ pub(crate) struct Hop {
     pub(crate) tag: u64,
 }
 
-/// Frees a lane in bucket `i1` or `i2`, or returns `false` if no path
-/// within the search bounds leads to an empty lane. The freed lane may be
-/// taken by another thread before the caller uses it; callers retry.
-pub(crate) fn make_room<L: Layout>(t: &Table, i1: usize, i2: usize, shard: &Shard) -> bool {
+/// What `make_room` achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Room {
+    /// A lane in `i1` or `i2` is free (it may be taken again before the
+    /// caller uses it; callers retry).
+    Made,
+    /// No path within the search bounds leads to an empty lane.
+    NoPath,
+    /// The table is being replaced by its successor (a sealed stripe or a
+    /// forwarded bucket on the way): go on there.
+    Sealed,
+}
+
+/// Why a hop did not happen.
+enum HopFailure {
+    /// A bucket changed since the search.
+    Stale,
+    /// The pair's stripe is sealed.
+    Sealed,
+}
+
+/// Frees a lane in bucket `i1` or `i2` by moving tags along a path through
+/// buckets for which `usable` holds (during a migration, only successor
+/// buckets whose old bucket is forwarded may be written).
+pub(crate) fn make_room<L: Layout>(
+    t: &Table,
+    i1: usize,
+    i2: usize,
+    shard: &Shard,
+    usable: impl Fn(usize) -> bool + Copy,
+) -> Room {
     let mut backoff = Backoff::default();
     loop {
         let mut hops = [Hop::default(); MAX_DEPTH];
-        let found = match search::<L, QUICK_NODES>(t, i1, i2, &mut hops) {
-            Some(len) => Some(len),
-            None => search::<L, MAX_NODES>(t, i1, i2, &mut hops),
+        let found = match search::<L, QUICK_NODES>(t, i1, i2, &mut hops, usable) {
+            Found::No => search::<L, MAX_NODES>(t, i1, i2, &mut hops, usable),
+            other => other,
         };
-        let Some(len) = found else {
-            return false;
+        let len = match found {
+            Found::No => return Room::NoPath,
+            Found::Sealed => return Room::Sealed,
+            Found::Path(len) => len,
         };
         if len == 0 {
             // A lane in a candidate bucket was freed since the caller looked.
-            return true;
+            return Room::Made;
         }
-        if hops[..len].iter().all(|hop| move_tag::<L>(t, *hop, shard)) {
-            Shard::bump(&shard.paths[len]);
-            return true;
+        let mut outcome = Ok(());
+        for hop in &hops[..len] {
+            outcome = move_tag::<L>(t, *hop, shard);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        match outcome {
+            Ok(()) => {
+                Shard::bump(&shard.paths[len]);
+                return Room::Made;
+            }
+            Err(HopFailure::Sealed) => return Room::Sealed,
+            Err(HopFailure::Stale) => {}
         }
         Shard::bump(&shard.stale_paths);
         // Another writer changed a bucket on the path: let it finish.
@@ -98,15 +139,26 @@ pub(crate) fn make_room<L: Layout>(t: &Table, i1: usize, i2: usize, shard: &Shar
     }
 }
 
+/// What a search found.
+pub(crate) enum Found {
+    /// A path of this many hops (0: a candidate bucket has room).
+    Path(usize),
+    /// No room within the bounds.
+    No,
+    /// A forwarded bucket: the table is being replaced.
+    Sealed,
+}
+
 /// Breadth-first search, over at most `N` buckets, for the nearest empty
-/// lane from `i1`/`i2`. Writes the path into `hops` in commit order (far end
-/// first) and returns its length, or `None` if it finds no room.
+/// lane from `i1`/`i2`, through `usable` buckets only. Writes the path into
+/// `hops` in commit order (far end first) and returns its length.
 pub(crate) fn search<L: Layout, const N: usize>(
     t: &Table,
     i1: usize,
     i2: usize,
     hops: &mut [Hop; MAX_DEPTH],
-) -> Option<usize> {
+    usable: impl Fn(usize) -> bool,
+) -> Found {
     let geo = t.geometry();
     let mut nodes = [Node::default(); N];
     for (k, root) in [i1, i2].into_iter().enumerate() {
@@ -124,8 +176,11 @@ pub(crate) fn search<L: Layout, const N: usize>(
         // Acquire: a snapshot for planning only; every hop re-validates
         // under its stripe before it writes.
         let word = t.word(node.bucket).load(Ordering::Acquire);
+        if word == FORWARDED {
+            return Found::Sealed;
+        }
         if bucket::has_empty::<L>(word) {
-            return Some(trace(&nodes, head, hops));
+            return Found::Path(trace(&nodes, head, hops));
         }
         if (node.depth as usize) < MAX_DEPTH {
             // Moving a tag straight back where it came from is never useful.
@@ -139,7 +194,7 @@ pub(crate) fn search<L: Layout, const N: usize>(
                 }
                 let tag = bucket::lane::<L>(word, lane);
                 let child = geo.alt(node.bucket, tag);
-                if child != back {
+                if child != back && usable(child) {
                     // Its word is read when the node is dequeued; start the
                     // cache miss now so that siblings' misses overlap.
                     t.prefetch(child);
@@ -155,7 +210,7 @@ pub(crate) fn search<L: Layout, const N: usize>(
         }
         head += 1;
     }
-    None
+    Found::No
 }
 
 /// Walks from node `end` back to its root, writing hops far end first.
@@ -176,20 +231,27 @@ fn trace(nodes: &[Node], end: usize, hops: &mut [Hop; MAX_DEPTH]) -> usize {
 }
 
 /// Commits one hop under the pair's stripe: copy into `dst`, then clear
-/// from `src`. Returns `false`, having changed nothing, if the hop is stale.
-pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
+/// from `src`. Fails, having changed nothing, if the hop is stale or the
+/// stripe sealed.
+fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFailure> {
     let Hop { src, dst, tag } = hop;
     debug_assert_eq!(t.geometry().alt(src, tag), dst);
-    let _lock = StripeLock::acquire(t.stripe(src, dst));
+    let Some(_lock) = StripeLock::acquire(t.stripe(src, dst)) else {
+        return Err(HopFailure::Sealed);
+    };
 
     #[cfg(loom)]
     if t.canary == crate::loom_support::Canary::RemoveBeforeCopy {
         // Deliberately broken order, for the loom canary: the tag is in
         // neither bucket between these two CASes.
         if !take::<L>(t.word(src), tag, shard) {
-            return false;
+            return Err(HopFailure::Stale);
         }
-        return super::ops::put::<L>(t.word(dst), tag, shard);
+        return if super::ops::put::<L>(t.word(dst), tag, shard) {
+            Ok(())
+        } else {
+            Err(HopFailure::Stale)
+        };
     }
 
     // Copy first. Under the stripe no other writer can move or remove this
@@ -199,14 +261,16 @@ pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
     // the stripe's Acquire already ordered this hold after earlier moves.
     let mut dst_word = t.word(dst).load(Ordering::Acquire);
     loop {
+        // A forwarded `dst` has no free lane: the hop is stale, and the
+        // search that follows finds the migration.
         let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
-            return false;
+            return Err(HopFailure::Stale);
         };
         // Acquire (stronger than needed): every remove or move of this tag
         // happened under this stripe, so the stripe's Acquire (paired with
         // the previous holder's Release) already makes it visible here.
         if !bucket::contains::<L>(t.word(src).load(Ordering::Acquire), tag) {
-            return false;
+            return Err(HopFailure::Stale);
         }
         // AcqRel (stronger than needed): a reader that sees the source
         // cleared sees this copy through the clearing CAS's Release (later
@@ -227,11 +291,13 @@ pub(crate) fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> bool {
     // the odd stripe version before it.
     let cleared = take::<L>(t.word(src), tag, shard);
     // Under the stripe nothing can take the tag from `src`: removes and
-    // moves of it hold this stripe, and `clear` holds every stripe.
+    // moves of it hold this stripe, `clear` holds every stripe, and a
+    // migration forwards `src` only once every stripe is sealed, which
+    // waits for this hold to end.
     debug_assert!(
         cleared,
         "a tag left its source while its pair's stripe was held"
     );
     Shard::bump(&shard.displacements);
-    true
+    Ok(())
 }

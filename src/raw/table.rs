@@ -8,10 +8,21 @@
 //! from even to odd and release it by storing the next even value. Readers
 //! never write it: they read it before and after their two bucket loads to
 //! validate a negative answer.
+//!
+//! When the table is replaced by its doubled successor, every stripe is
+//! *sealed*: set to [`SEALED`] (odd, so no writer can take it) and never
+//! released. A sealed pair has no writer moving or removing its tags in
+//! this table any more; operations that find it sealed go on in the
+//! successor (see `migrate.rs`).
 
 use super::geometry::Geometry;
+use super::migrate::Migration;
 use super::words::{AllocError, Words};
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
+
+/// The value of a sealed stripe: odd, and beyond any version a stripe
+/// reaches by counting (2^63 holds at one per nanosecond take 292 years).
+pub(crate) const SEALED: u64 = u64::MAX;
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
 /// stay in cache next to the buckets, many enough that writers on 2-8
@@ -27,6 +38,12 @@ pub(crate) struct Table {
     stripes: Box<[AtomicU64]>,
     stripe_mask: usize,
     geo: Geometry,
+    /// The migration into this table's doubled successor, once growth has
+    /// begun (null before). Published once, never replaced; freed with the
+    /// table.
+    migration: epoch::Atomic<Migration>,
+    /// 1 while a thread allocates the successor (so only one does).
+    growth_claim: AtomicUsize,
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
     pub(crate) canary: crate::loom_support::Canary,
@@ -38,9 +55,7 @@ impl Table {
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
         let words = Words::zeroed(buckets)?;
-        // One stripe per four buckets keeps a small table's stripes smaller
-        // than its buckets; writers on 2-8 threads still rarely collide.
-        let stripe_count = (buckets.next_power_of_two() / 4).clamp(2, MAX_STRIPES);
+        let stripe_count = Self::stripes_for(buckets);
         let mut stripes = Vec::new();
         stripes
             .try_reserve_exact(stripe_count)
@@ -53,9 +68,61 @@ impl Table {
             stripes: stripes.into_boxed_slice(),
             stripe_mask: stripe_count - 1,
             geo,
+            migration: epoch::Atomic::null(),
+            growth_claim: AtomicUsize::new(0),
             #[cfg(loom)]
             canary: crate::loom_support::Canary::None,
         })
+    }
+
+    /// The migration into this table's successor, if growth has begun.
+    #[inline(always)]
+    pub(crate) fn migration<'g>(&self, guard: &'g epoch::Guard) -> Option<&'g Migration> {
+        // Acquire: pairs with the Release CAS in `begin_migration`, so the
+        // successor table and the migration's fields are initialised.
+        let m = self.migration.load(Ordering::Acquire, guard);
+        // SAFETY: a published migration is never replaced and is freed only
+        // with this table (`Drop`), which the caller's guard keeps alive
+        // (tables are retired through the epoch collector).
+        unsafe { m.as_ref() }
+    }
+
+    /// Claims the right to allocate this table's successor; `false` if
+    /// another thread holds it (or already used it).
+    pub(crate) fn claim_growth(&self) -> bool {
+        // Relaxed: the claim orders nothing; the migration's publication
+        // (Release) carries the data.
+        self.growth_claim
+            .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Gives the claim back after a failed allocation.
+    pub(crate) fn release_growth_claim(&self) {
+        // Relaxed: as in `claim_growth`.
+        self.growth_claim.store(0, Ordering::Relaxed);
+    }
+
+    /// Publishes `m` as this table's migration; `Err(m)` if another thread
+    /// published one first.
+    pub(crate) fn begin_migration(
+        &self,
+        m: Box<Migration>,
+        guard: &epoch::Guard,
+    ) -> Result<(), Box<Migration>> {
+        // Release: pairs with the Acquire load in `migration`, publishing
+        // the successor's zeroed words and the migration's state. AcqRel
+        // would add nothing: the loser learns only that it lost.
+        self.migration
+            .compare_exchange(
+                epoch::Shared::null(),
+                epoch::Owned::from(m),
+                Ordering::Release,
+                Ordering::Relaxed,
+                guard,
+            )
+            .map(|_| ())
+            .map_err(|e| e.new.into_box())
     }
 
     /// Number of bucket words.
@@ -66,7 +133,23 @@ impl Table {
 
     /// Heap bytes: bucket words plus version stripes (32 KiB at most).
     pub(crate) fn bytes(&self) -> usize {
-        (self.buckets() + self.stripe_count()) * std::mem::size_of::<u64>()
+        Self::bytes_for(self.buckets())
+    }
+
+    /// Heap bytes a table of `buckets` buckets takes.
+    pub(crate) fn bytes_for(buckets: usize) -> usize {
+        buckets.saturating_add(Self::stripes_for(buckets)) * std::mem::size_of::<u64>()
+    }
+
+    /// Version stripes of a table of `buckets` buckets: one per four
+    /// buckets keeps a small table's stripes smaller than its buckets;
+    /// writers on 2-8 threads still rarely collide.
+    fn stripes_for(buckets: usize) -> usize {
+        (buckets
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX / 2 + 1)
+            / 4)
+        .clamp(2, MAX_STRIPES)
     }
 
     #[inline(always)]
@@ -134,29 +217,93 @@ pub(crate) struct StripeLock<'t> {
 }
 
 impl<'t> StripeLock<'t> {
-    /// Takes `stripe`, waiting while another writer holds it. Callers hold
-    /// at most one stripe at a time, so waiting cannot deadlock.
+    /// Takes `stripe`, waiting while another writer holds it; `None` if it
+    /// is sealed (the table is being replaced: go on in the successor).
+    /// Callers hold at most one stripe at a time (or take all in ascending
+    /// order), so waiting cannot deadlock.
     #[inline]
-    pub(crate) fn acquire(stripe: &'t AtomicU64) -> Self {
+    pub(crate) fn acquire(stripe: &'t AtomicU64) -> Option<Self> {
         let mut backoff = Backoff::default();
+        // Relaxed: only a hint; the CAS below carries the ordering.
+        let mut v = stripe.load(Ordering::Relaxed);
         loop {
-            // Relaxed: only a hint; the CAS below carries the ordering.
-            let v = stripe.load(Ordering::Relaxed);
+            if v == SEALED {
+                // Acquire fence: pairs with the sealing CAS (Release) whose
+                // value was read Relaxed, so the caller, going on to the
+                // migration, finds it published.
+                fence(Ordering::Acquire);
+                return None;
+            }
             if v & 1 == 0 {
                 // Acquire: pairs with the Release store in `drop` of the
                 // previous holder, so its bucket writes are visible to the
                 // checks this holder makes under the stripe.
-                if stripe
-                    .compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return StripeLock {
-                        stripe,
-                        locked: v + 1,
-                    };
+                match stripe.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => {
+                        return Some(StripeLock {
+                            stripe,
+                            locked: v + 1,
+                        })
+                    }
+                    Err(seen) => v = seen,
                 }
+            } else {
+                backoff.snooze();
+                // Relaxed: only a hint, as above.
+                v = stripe.load(Ordering::Relaxed);
             }
+        }
+    }
+}
+
+/// Seals `stripe` for good (see the module docs), waiting for a writer
+/// that holds it to finish. Idempotent; any thread may seal.
+pub(crate) fn seal(stripe: &AtomicU64) {
+    let mut backoff = Backoff::default();
+    // Relaxed: only a hint; the CAS below carries the ordering.
+    let mut v = stripe.load(Ordering::Relaxed);
+    loop {
+        if v == SEALED {
+            // Acquire fence: pairs with the sealing CAS of whoever sealed
+            // it (see below), as if this thread's read were that CAS.
+            fence(Ordering::Acquire);
+            return;
+        }
+        if v & 1 == 0 {
+            // AcqRel: the Acquire half pairs with the Release store that
+            // ended the last hold, the Release half with the Acquire stripe
+            // load of a reader or sealer that sees SEALED: whoever sees the
+            // seal sees every move and remove this pair ever had in this
+            // table.
+            match stripe.compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(seen) => v = seen,
+            }
+        } else {
             backoff.snooze();
+            // Relaxed: only a hint, as above.
+            v = stripe.load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        #[cfg(loom)]
+        crate::loom_support::mark_freed(self as *const Table as usize);
+        // SAFETY: `&mut self`: no other thread can reach this table, so no
+        // guard is needed to take its migration. The migration does not own
+        // the successor (the filter does), so freeing it frees only the
+        // migration's own state.
+        unsafe {
+            let m = self.migration.swap(
+                epoch::Shared::null(),
+                Ordering::Relaxed,
+                epoch::unprotected(),
+            );
+            if !m.is_null() {
+                drop(m.into_owned());
+            }
         }
     }
 }
@@ -181,7 +328,7 @@ mod tests {
         let s = t.stripe(3, 9);
         assert!(std::ptr::eq(s, t.stripe(9, 3)), "stripe is symmetric");
         {
-            let _g = StripeLock::acquire(s);
+            let _g = StripeLock::acquire(s).unwrap();
             assert_eq!(s.load(Ordering::Relaxed), 1, "held stripe is odd");
         }
         assert_eq!(
@@ -189,5 +336,12 @@ mod tests {
             2,
             "released stripe is the next even"
         );
+        seal(s);
+        assert!(
+            StripeLock::acquire(s).is_none(),
+            "a sealed stripe cannot be taken"
+        );
+        seal(s);
+        assert_eq!(s.load(Ordering::Relaxed), SEALED, "sealing is idempotent");
     }
 }

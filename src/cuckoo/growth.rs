@@ -1,0 +1,255 @@
+//! Online doubling, seen from the filter: when to grow, the policy's
+//! limits, helping a migration along, and installing the successor.
+
+use super::{with_layout, CuckooFilter, LayoutKind};
+use crate::error::InsertError;
+use crate::raw::bucket::{L12x5, L16x4};
+use crate::raw::geometry::Geometry;
+use crate::raw::migrate::{Helped, Migration};
+use crate::raw::table::Table;
+use crate::sync::{epoch, Backoff, Ordering};
+
+/// Whether a full filter doubles its table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Growth {
+    /// When an insert finds no room, the table doubles online (the
+    /// default). Each doubling spends one tag bit, so the false-positive
+    /// rate roughly doubles too; growth stops at `max_false_positive_rate`.
+    #[default]
+    Double,
+    /// Never grow: a full table answers [`InsertError::Full`].
+    Fixed,
+}
+
+/// Default `max_false_positive_rate`: 1%. With 16-bit tags that allows 6
+/// doublings (64x the first table, FPR about 0.74% at full load); with
+/// 12-bit tags 2 doublings (4x, about 0.94%).
+pub const DEFAULT_MAX_FALSE_POSITIVE_RATE: f64 = 1e-2;
+
+/// The limits on growth, fixed at build time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct GrowthPolicy {
+    pub(crate) growth: Growth,
+    pub(crate) max_memory: Option<usize>,
+    pub(crate) max_false_positive_rate: f64,
+}
+
+impl Default for GrowthPolicy {
+    fn default() -> Self {
+        GrowthPolicy {
+            growth: Growth::Double,
+            max_memory: None,
+            max_false_positive_rate: DEFAULT_MAX_FALSE_POSITIVE_RATE,
+        }
+    }
+}
+
+impl LayoutKind {
+    /// Expected false-positive rate at `load` after `generation`
+    /// doublings: `1 - (1 - 2^g / V)^(2 * b * load)`. The `g` region bits
+    /// of a tag are the same for every tag in its buckets, so only `V / 2^g`
+    /// tag values tell keys apart there.
+    pub(crate) fn false_positive_rate_at(self, generation: u32, load: f64) -> f64 {
+        let slots_checked = 2.0 * self.lanes() as f64 * load;
+        let match_one = (f64::from(1u32 << generation.min(31)) / self.tag_values() as f64).min(1.0);
+        1.0 - (1.0 - match_one).powf(slots_checked)
+    }
+
+    /// Most generations a table of this layout may reach: each spends a
+    /// tag bit, and at least 4 bits must keep telling tags apart.
+    pub(crate) fn max_generation(self) -> u32 {
+        self.tag_bits() - 4
+    }
+}
+
+impl CuckooFilter {
+    /// Called by an insert that found table `t` full: starts doubling it,
+    /// or says why not. `Ok(())` means "retry the insert" (a migration has
+    /// begun, or another thread is starting one).
+    #[cold]
+    pub(crate) fn grow(&self, t: &Table, guard: &epoch::Guard) -> Result<(), InsertError> {
+        let refused = |e: InsertError| {
+            self.counters.bump_growth_refusals();
+            Err(e)
+        };
+        if self.policy.growth == Growth::Fixed {
+            return refused(InsertError::Full);
+        }
+        let geo = t.geometry();
+        let generation = geo.generation() + 1;
+        let buckets = geo
+            .buckets()
+            .checked_mul(2)
+            .and_then(|b| usize::try_from(b).ok());
+        let Some(buckets) = buckets.filter(|_| generation <= self.layout.max_generation()) else {
+            return refused(InsertError::Full);
+        };
+        let next = self
+            .layout
+            .false_positive_rate_at(generation, self.layout.sizing_load());
+        let max = self.policy.max_false_positive_rate;
+        if next > max {
+            return refused(InsertError::FalsePositiveRateLimit { max, next });
+        }
+        let needed = t.bytes().saturating_add(Table::bytes_for(buckets));
+        if let Some(max) = self.policy.max_memory {
+            if needed > max {
+                return refused(InsertError::MemoryLimit { max, needed });
+            }
+        }
+        self.start_growth(t, guard, true).or_else(refused)
+    }
+
+    /// Allocates `t`'s successor and publishes the migration, then (with
+    /// `seal`) seals every old stripe. `Ok(())` also when another thread
+    /// holds the growth claim: the caller retries.
+    fn start_growth(&self, t: &Table, guard: &epoch::Guard, seal: bool) -> Result<(), InsertError> {
+        let geo = t.geometry();
+        // One thread allocates; the others retry until its migration shows.
+        if !t.claim_growth() {
+            Backoff::default().snooze();
+            return Ok(());
+        }
+        let mut next_table = match Table::new(Geometry::new(geo.m0(), geo.generation() + 1)) {
+            Ok(table) => table,
+            Err(e) => {
+                t.release_growth_claim();
+                return Err(InsertError::AllocationFailed { bytes: e.bytes });
+            }
+        };
+        #[cfg(loom)]
+        {
+            next_table.canary = t.canary;
+        }
+        #[cfg(not(loom))]
+        let _ = &mut next_table;
+        let next_ptr = Box::into_raw(Box::new(next_table));
+        let Some(migration) = Migration::new(t, next_ptr) else {
+            // SAFETY: `next_ptr` came from `Box::into_raw` just above and
+            // was never shared.
+            drop(unsafe { Box::from_raw(next_ptr) });
+            t.release_growth_claim();
+            return Err(InsertError::AllocationFailed {
+                bytes: t.buckets() / 32,
+            });
+        };
+        if let Err(lost) = t.begin_migration(Box::new(migration), guard) {
+            // Unreachable while the claim is held; handled anyway.
+            drop(lost);
+            // SAFETY: as above: never published.
+            drop(unsafe { Box::from_raw(next_ptr) });
+            return Ok(());
+        }
+        if seal {
+            let m = t.migration(guard).expect("just published");
+            m.seal_all(t);
+        }
+        Ok(())
+    }
+
+    /// Loom models only: starts doubling the current table whatever its
+    /// load, sealing its stripes now or leaving that to the first helper.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_begin_growth(&self, seal: bool) {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        self.start_growth(t, &guard, seal)
+            .expect("a loom table's successor is tiny");
+    }
+
+    /// Loom models only: drives the current migration to the end.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_finish_growth(&self) {
+        self.finish_migration(&epoch::pin());
+    }
+
+    /// A writer's bounded share of the migration of `t`: one chunk; then,
+    /// if the migration is complete, installs the successor.
+    pub(crate) fn help_migration(&self, t: &Table, m: &Migration, guard: &epoch::Guard) {
+        with_layout!(self, L => { m.help::<L>(t); });
+        self.install_if_done(t, m, guard);
+    }
+
+    /// Installs `m`'s successor as the current table once every chunk is
+    /// done, and retires `t`. Idempotent: one thread's CAS wins.
+    pub(crate) fn install_if_done(&self, t: &Table, m: &Migration, guard: &epoch::Guard) {
+        // `is_done` loads with Acquire, so this thread has seen every
+        // chunk's successor stores before it publishes the successor.
+        if !m.is_done() {
+            return;
+        }
+        let old = epoch::Shared::from(t as *const Table);
+        let new = epoch::Shared::from(m.next_ptr());
+        // Release: pairs with the Acquire load in `CuckooFilter::table`:
+        // whoever loads the successor sees its migrated words. Acquire on
+        // failure is not needed: the loser only learns it was done.
+        if self
+            .table
+            .compare_exchange(old, new, Ordering::Release, Ordering::Relaxed, guard)
+            .is_ok()
+        {
+            self.counters.bump_growths();
+            #[cfg(loom)]
+            if t.canary == crate::loom_support::Canary::ImmediateRetire {
+                // Deliberately broken: "freed" while readers may hold it
+                // (recorded, and leaked so that the model stays sound).
+                crate::loom_support::mark_freed(t as *const Table as usize);
+                return;
+            }
+            // SAFETY: `t` is no longer reachable from the filter: new
+            // operations load the successor. Operations that loaded `t`
+            // hold guards pinned before this point, and the collector frees
+            // `t` only after all of them are unpinned.
+            unsafe { guard.defer_destroy(old) };
+            // A retired table is large: move it from this thread's bag of
+            // deferred frees (which is only flushed when it fills) to the
+            // global queue, so any thread's next collection frees it.
+            guard.flush();
+        }
+    }
+
+    /// Drives the migration of the current table (if any) to completion:
+    /// for operations that need one stable table (`clear`, snapshots).
+    pub(crate) fn finish_migration(&self, guard: &epoch::Guard) {
+        let mut backoff = Backoff::default();
+        loop {
+            let t = self.table(guard);
+            let Some(m) = t.migration(guard) else {
+                return;
+            };
+            let helped = with_layout!(self, L => m.help::<L>(t));
+            self.install_if_done(t, m, guard);
+            if helped == Helped::Nothing {
+                // Every chunk is claimed; wait for their owners to finish.
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fpr_estimate_doubles_per_generation_and_matches_the_documented_caps() {
+        let l16 = LayoutKind::Tags16x4;
+        let base = l16.false_positive_rate_at(0, 0.95);
+        assert!((base - 1.16e-4).abs() < 0.02e-4, "{base}");
+        for g in 1..6 {
+            let ratio =
+                l16.false_positive_rate_at(g, 0.95) / l16.false_positive_rate_at(g - 1, 0.95);
+            assert!((1.95..2.01).contains(&ratio), "g {g}: ratio {ratio}");
+        }
+        // The default cap allows 6 doublings with 16-bit tags, 2 with 12-bit.
+        let cap = DEFAULT_MAX_FALSE_POSITIVE_RATE;
+        assert!(l16.false_positive_rate_at(6, l16.sizing_load()) <= cap);
+        assert!(l16.false_positive_rate_at(7, l16.sizing_load()) > cap);
+        let l12 = LayoutKind::Tags12x5;
+        assert!(l12.false_positive_rate_at(2, l12.sizing_load()) <= cap);
+        assert!(l12.false_positive_rate_at(3, l12.sizing_load()) > cap);
+    }
+}

@@ -1,0 +1,232 @@
+//! The operations for a key whose bucket pair is sealed: its table is being
+//! migrated into the successor (see `migrate.rs`).
+//!
+//! # Where a tag is
+//!
+//! Once the old pair `(i1, i2)` is sealed, an old-table writer never again
+//! moves or removes a tag between those two buckets. A tag of the key is
+//! then in an old bucket that is not forwarded, or, once that bucket is
+//! forwarded, in the successor's bucket of the pair `(i1', i2')`
+//! ([`successor_of`]). Successor buckets are written only after their old
+//! bucket is forwarded, and every move or remove of the key's tag in the
+//! successor, and every remove of it from an old bucket, holds the
+//! successor pair's stripe.
+//!
+//! So a reader reads both old words and, for a forwarded one, the
+//! successor's word, validating the whole read against the successor
+//! pair's stripe, exactly as `ops::contains` validates against the old one.
+//! A writer seals the old pair (waiting for an old-table writer that still
+//! holds its stripe), then works under the successor pair's stripe.
+
+use super::bucket::{self, Layout};
+use super::counters::{Counters, Shard};
+use super::geometry::Located;
+use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED};
+use super::ops::{put, take, Sealed};
+use super::path::{self, Room};
+use super::table::{seal, StripeLock, Table, SEALED};
+use crate::sync::{Backoff, Ordering};
+
+/// The operation cannot finish now: the successor is itself sealed, or the
+/// key needs old buckets migrated that another thread is migrating. The
+/// caller helps, backs off, reloads the current table and tries again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Retry;
+
+impl From<Sealed> for Retry {
+    fn from(_: Sealed) -> Self {
+        Retry
+    }
+}
+
+/// The tag's copies visible in one old bucket and, if it is forwarded, in
+/// its successor bucket.
+#[inline(always)]
+fn copies_in<L: Layout>(old: &Table, next: &Table, i: usize, i_next: usize, tag: u64) -> u32 {
+    // Acquire: pairs with the CAS that put the tag there, or with the
+    // forwarding CAS, whose Release publishes the successor's copy (read
+    // next, also with Acquire for the successor writers' CASes).
+    let w = old.word(i).load(Ordering::Acquire);
+    if w == FORWARDED {
+        bucket::count::<L>(next.word(i_next).load(Ordering::Acquire), tag)
+    } else {
+        bucket::count::<L>(w, tag)
+    }
+}
+
+/// Copies of the key's tag across the old pair and the successor pair,
+/// validated against the successor pair's stripe. The caller has seen the
+/// old pair sealed.
+fn read_copies<L: Layout>(
+    old: &Table,
+    next: &Table,
+    at: Located,
+    c: &Counters,
+    stop_at_first: bool,
+) -> Result<u32, Sealed> {
+    let s = successor_of(old, at);
+    let stripe = next.stripe(s.i1, s.i2);
+    let mut backoff = Backoff::default();
+    loop {
+        // Acquire: pairs with the Release store that ended the successor
+        // pair's last hold, as in `ops::contains`.
+        let before = stripe.load(Ordering::Acquire);
+        if before == SEALED {
+            // The successor is being replaced in turn: start over from the
+            // filter's current table.
+            return Err(Sealed);
+        }
+        let first = copies_in::<L>(old, next, at.i1, s.i1, at.tag);
+        if first > 0 && stop_at_first {
+            return Ok(first);
+        }
+        let copies = first + copies_in::<L>(old, next, at.i2, s.i2, at.tag);
+        if copies > 0 && stop_at_first {
+            return Ok(copies);
+        }
+        // Relaxed: ordered after the bucket loads by their Acquire. A move
+        // or remove of this tag (successor stripe held, odd) whose CAS one
+        // of the loads saw makes this load see the stripe changed.
+        let after = stripe.load(Ordering::Relaxed);
+        if before == after && before & 1 == 0 {
+            return Ok(copies);
+        }
+        Shard::bump(&c.shard(at.i1).validation_retries);
+        backoff.snooze();
+    }
+}
+
+/// `contains` for a key whose old pair is sealed. Never writes.
+pub(crate) fn contains<L: Layout>(
+    old: &Table,
+    next: &Table,
+    at: Located,
+    c: &Counters,
+) -> Result<bool, Sealed> {
+    read_copies::<L>(old, next, at, c, true).map(|n| n > 0)
+}
+
+/// `count` for a key whose old pair is sealed.
+pub(crate) fn count<L: Layout>(
+    old: &Table,
+    next: &Table,
+    at: Located,
+    c: &Counters,
+) -> Result<usize, Sealed> {
+    read_copies::<L>(old, next, at, c, false).map(|n| n as usize)
+}
+
+/// Puts the tag into old bucket `i` if it is not forwarded and has room,
+/// or into successor bucket `i_next` if `i` is forwarded.
+fn put_either<L: Layout>(
+    old: &Table,
+    next: &Table,
+    i: usize,
+    i_next: usize,
+    tag: u64,
+    shard: &Shard,
+) -> bool {
+    // A forwarded word has no free lane, so this fails on it (and a CAS
+    // that loses to the forwarding CAS retries, then fails).
+    if put::<L>(old.word(i), tag, shard) {
+        return true;
+    }
+    is_forwarded(old, i) && put::<L>(next.word(i_next), tag, shard)
+}
+
+/// Takes one copy of the tag from old bucket `i`, or from successor bucket
+/// `i_next` if `i` is forwarded.
+fn take_either<L: Layout>(
+    old: &Table,
+    next: &Table,
+    i: usize,
+    i_next: usize,
+    tag: u64,
+    shard: &Shard,
+) -> bool {
+    if take::<L>(old.word(i), tag, shard) {
+        return true;
+    }
+    is_forwarded(old, i) && take::<L>(next.word(i_next), tag, shard)
+}
+
+/// `insert` (plain or unique) for a key of a table with migration `m`.
+pub(crate) fn insert<L: Layout>(
+    old: &Table,
+    m: &Migration,
+    at: Located,
+    unique: bool,
+    c: &Counters,
+) -> Result<bool, Retry> {
+    let next = m.next();
+    let s = successor_of(old, at);
+    let shard = c.shard(at.i1);
+    // From here on no old-table writer moves or removes this key's tag.
+    #[cfg(loom)]
+    let skip_seal = unique && old.canary == crate::loom_support::Canary::UnsealedUnique;
+    #[cfg(not(loom))]
+    let skip_seal = false;
+    if !skip_seal {
+        seal(old.stripe(at.i1, at.i2));
+    }
+    loop {
+        {
+            let _lock = if unique {
+                let lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry)?;
+                if read_copies_locked::<L>(old, next, at, s) > 0 {
+                    return Ok(false);
+                }
+                Some(lock)
+            } else {
+                None
+            };
+            if put_either::<L>(old, next, at.i1, s.i1, at.tag, shard)
+                || put_either::<L>(old, next, at.i2, s.i2, at.tag, shard)
+            {
+                shard.len.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
+        }
+        // Both buckets full. Room can be made only in the successor, once
+        // both old buckets are forwarded: migrate their chunks if nobody
+        // has claimed them.
+        m.ensure::<L>(old, at.i1);
+        m.ensure::<L>(old, at.i2);
+        if !(is_forwarded(old, at.i1) && is_forwarded(old, at.i2)) {
+            return Err(Retry);
+        }
+        let usable = |x: usize| is_forwarded(old, source_of(old, x));
+        match path::make_room::<L>(next, s.i1, s.i2, shard, usable) {
+            Room::Made => {}
+            Room::NoPath | Room::Sealed => return Err(Retry),
+        }
+    }
+}
+
+/// The copies of the key's tag, read while holding the successor pair's
+/// stripe (so no move or remove of it runs) after the old pair was sealed.
+fn read_copies_locked<L: Layout>(old: &Table, next: &Table, at: Located, s: Located) -> u32 {
+    copies_in::<L>(old, next, at.i1, s.i1, at.tag) + copies_in::<L>(old, next, at.i2, s.i2, at.tag)
+}
+
+/// `remove` for a key of a table with migration `m`.
+pub(crate) fn remove<L: Layout>(
+    old: &Table,
+    m: &Migration,
+    at: Located,
+    c: &Counters,
+) -> Result<bool, Retry> {
+    let next = m.next();
+    let s = successor_of(old, at);
+    let shard = c.shard(at.i1);
+    seal(old.stripe(at.i1, at.i2));
+    // Holding the successor pair's stripe excludes every other move or
+    // remove of this tag, in either table.
+    let _lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry)?;
+    let removed = take_either::<L>(old, next, at.i1, s.i1, at.tag, shard)
+        || take_either::<L>(old, next, at.i2, s.i2, at.tag, shard);
+    if removed {
+        shard.len.fetch_sub(1, Ordering::Relaxed);
+    }
+    Ok(removed)
+}

@@ -1,0 +1,389 @@
+//! Online doubling: growth keeps every key, respects its limits, and frees
+//! nothing a reader can still reach.
+
+mod common;
+
+use common::{stress_threads, Keys};
+use koel::{CuckooFilter, Growth, InsertError};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+fn growing(capacity: usize, bits: u32, seed: u64) -> CuckooFilter {
+    CuckooFilter::builder()
+        .capacity(capacity)
+        .fingerprint_bits(bits)
+        .seed(seed)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn grows_64x_single_threaded_and_keeps_every_key() {
+    let f = growing(65_536, 16, 1);
+    let first_capacity = f.capacity();
+    let keys: Vec<u64> = Keys(11).take(4_000_000).collect();
+    for (i, k) in keys.iter().enumerate() {
+        f.insert(k).unwrap_or_else(|e| panic!("insert {i}: {e}"));
+    }
+    assert_eq!(f.len(), keys.len());
+    assert_eq!(f.generation(), 6, "65K -> 4M items is six doublings");
+    assert_eq!(f.capacity(), first_capacity << 6);
+    let stats = f.stats();
+    assert_eq!(stats.growths, 6);
+    assert!(!stats.migrating);
+    assert_eq!(
+        stats.occupied_slots,
+        keys.len(),
+        "no tag lost or duplicated"
+    );
+    let missing = keys.iter().filter(|k| !f.contains(*k)).count();
+    assert_eq!(missing, 0, "false negatives after growth");
+}
+
+#[test]
+fn grows_only_when_full() {
+    for bits in [16, 12] {
+        let f = growing(100_000, bits, 2);
+        let slots = f.capacity();
+        let mut keys = Keys(3);
+        while f.generation() == 0 {
+            f.insert(&keys.next().unwrap()).unwrap();
+        }
+        // The insert that triggered growth found the first table full.
+        let load = (f.len() - 1) as f64 / slots as f64;
+        let floor = if bits == 16 { 0.95 } else { 0.96 };
+        assert!(load >= floor, "{bits}-bit: grew at load {load:.4}");
+    }
+}
+
+#[test]
+fn tiny_filters_grow_until_the_fpr_cap() {
+    for capacity in [1, 10, 1000] {
+        for bits in [16, 12] {
+            let f = growing(capacity, bits, 4);
+            let mut inserted = Vec::new();
+            let err = Keys(capacity as u64)
+                .find_map(|k| match f.insert(&k) {
+                    Ok(()) => {
+                        inserted.push(k);
+                        None
+                    }
+                    Err(e) => Some(e),
+                })
+                .unwrap();
+            let max_generation = if bits == 16 { 6 } else { 2 };
+            assert_eq!(f.generation(), max_generation, "cap {capacity} {bits}-bit");
+            assert!(
+                matches!(err, InsertError::FalsePositiveRateLimit { max, next } if max == 1e-2 && next > max),
+                "{err:?}"
+            );
+            assert_eq!(f.len(), inserted.len());
+            assert!(
+                inserted.iter().all(|k| f.contains(k)),
+                "a key was lost at the cap"
+            );
+            assert!(f.stats().growth_refusals >= 1);
+            // Room made by removes is used again; the filter keeps working.
+            for k in &inserted[..10] {
+                assert!(f.remove(k));
+            }
+            for k in Keys(999).take(10) {
+                f.insert(&k).unwrap();
+                assert!(f.contains(&k));
+            }
+        }
+    }
+}
+
+#[test]
+fn growth_refused_by_max_memory_keeps_every_key() {
+    let f = CuckooFilter::builder()
+        .capacity(10_000)
+        .seed(5)
+        .max_memory(200_000)
+        .build()
+        .unwrap();
+    let mut inserted = Vec::new();
+    let mut err = None;
+    for k in Keys(6).take(200_000) {
+        match f.insert(&k) {
+            Ok(()) => inserted.push(k),
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let err = err.expect("the memory cap stops growth");
+    assert!(
+        matches!(err, InsertError::MemoryLimit { max: 200_000, needed } if needed > 200_000),
+        "{err:?}"
+    );
+    assert!(f.memory_usage() <= 200_000);
+    assert!(f.generation() >= 1, "it grew while it fit");
+    assert!(inserted.iter().all(|k| f.contains(k)));
+    assert!(f.remove(&inserted[0]));
+    f.insert(&u64::MAX).unwrap();
+    assert!(f.contains(&u64::MAX));
+}
+
+#[test]
+fn growth_refused_by_a_tight_fpr_cap_and_fixed_growth() {
+    let f = CuckooFilter::builder()
+        .capacity(1000)
+        .max_false_positive_rate(2e-4)
+        .build()
+        .unwrap();
+    let err = Keys(7).map(|k| f.insert(&k)).find_map(Result::err).unwrap();
+    assert!(matches!(err, InsertError::FalsePositiveRateLimit { .. }));
+    assert_eq!(f.generation(), 0, "one doubling would pass 2e-4");
+
+    let fixed = CuckooFilter::builder()
+        .capacity(1000)
+        .growth(Growth::Fixed)
+        .build()
+        .unwrap();
+    let err = Keys(7)
+        .map(|k| fixed.insert(&k))
+        .find_map(Result::err)
+        .unwrap();
+    assert_eq!(err, InsertError::Full);
+    assert_eq!(fixed.generation(), 0);
+}
+
+#[test]
+fn bad_growth_settings_are_build_errors() {
+    for rate in [0.0, -1.0, 1.5, f64::NAN] {
+        let e = CuckooFilter::builder()
+            .max_false_positive_rate(rate)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(e, koel::BuildError::InvalidFalsePositiveRate(_)),
+            "{rate}: {e}"
+        );
+    }
+    let e = CuckooFilter::builder()
+        .capacity(1_000_000)
+        .max_memory(1000)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(e, koel::BuildError::ExceedsMaxMemory { max: 1000, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn memory_usage_drops_back_to_one_table_after_growth() {
+    let f = growing(10_000, 16, 8);
+    let one_table = f.memory_usage();
+    let mut keys = Keys(9);
+    while f.generation() == 0 {
+        f.insert(&keys.next().unwrap()).unwrap();
+    }
+    // Finish the migration with more inserts.
+    while f.stats().migrating {
+        f.insert(&keys.next().unwrap()).unwrap();
+    }
+    let after = f.memory_usage();
+    assert!(
+        after < 2 * one_table + 4096 * 8,
+        "{after} vs first table {one_table}"
+    );
+    assert!(after > 2 * one_table - 4096 * 8);
+}
+
+/// Writers grow the filter 16x while readers check every key whose insert
+/// was acknowledged.
+#[test]
+fn concurrent_growth_16x_readers_never_miss_an_acknowledged_key() {
+    let writers = 4;
+    let per_writer = 150_000u64;
+    let f = Arc::new(growing(40_000, 16, 10));
+    // acked[w] = how many of writer w's keys (k = w + writers*i) are in.
+    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
+    let done = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(writers + stress_threads().max(2)));
+    let mut handles = Vec::new();
+    for w in 0..writers {
+        let (f, acked, start) = (f.clone(), acked.clone(), start.clone());
+        handles.push(thread::spawn(move || {
+            start.wait();
+            for i in 0..per_writer {
+                let k = w as u64 + writers as u64 * i;
+                f.insert(&k).unwrap();
+                acked[w].store(i + 1, Ordering::Release);
+            }
+        }));
+    }
+    let readers = start_readers(&f, &acked, &done, &start, writers);
+    for h in handles {
+        h.join().unwrap();
+    }
+    done.store(true, Ordering::Release);
+    let checked: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(checked > 0);
+    assert!(f.generation() >= 4, "grew {}x", 1 << f.generation());
+    assert_eq!(f.len(), writers * per_writer as usize);
+    for k in 0..writers as u64 * per_writer {
+        assert!(f.contains(&k), "key {k} lost");
+    }
+}
+
+fn start_readers(
+    f: &Arc<CuckooFilter>,
+    acked: &Arc<Vec<AtomicU64>>,
+    done: &Arc<AtomicBool>,
+    start: &Arc<Barrier>,
+    writers: usize,
+) -> Vec<thread::JoinHandle<u64>> {
+    (0..stress_threads().max(2))
+        .map(|r| {
+            let (f, acked, done, start) = (f.clone(), acked.clone(), done.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut checked = 0u64;
+                let mut x = r as u64 + 1;
+                while !done.load(Ordering::Acquire) {
+                    for w in 0..writers {
+                        let n = acked[w].load(Ordering::Acquire);
+                        if n == 0 {
+                            continue;
+                        }
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let i = (x >> 33) % n;
+                        let k = w as u64 + writers as u64 * i;
+                        assert!(f.contains(&k), "reader {r}: acknowledged key {k} missing");
+                        checked += 1;
+                    }
+                }
+                checked
+            })
+        })
+        .collect()
+}
+
+/// Inserters and removers through growth: every surviving key is found and
+/// `len` is exact at the end.
+#[test]
+fn concurrent_growth_with_removers_keeps_len_exact() {
+    let threads = 4u64;
+    let per_thread = 100_000u64;
+    let f = Arc::new(growing(20_000, 16, 12));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let f = f.clone();
+            thread::spawn(move || {
+                let mut kept = Vec::new();
+                for i in 0..per_thread {
+                    let k = t + threads * i;
+                    f.insert(&k).unwrap();
+                    // Remove every third key a little later.
+                    if i % 3 == 2 {
+                        let victim = t + threads * (i - 2);
+                        assert!(f.remove(&victim), "remove of an inserted key failed");
+                    } else if i % 3 == 1 {
+                        kept.push(k);
+                    }
+                }
+                kept.push(t + threads * (per_thread - 1));
+                kept
+            })
+        })
+        .collect();
+    let kept: Vec<u64> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    let removed = threads * (per_thread / 3);
+    assert_eq!(f.len() as u64, threads * per_thread - removed);
+    assert_eq!(
+        f.stats().occupied_slots as u64,
+        threads * per_thread - removed
+    );
+    assert!(f.generation() >= 2);
+    for k in &kept {
+        assert!(f.contains(k), "kept key {k} lost");
+    }
+}
+
+/// Many threads race `insert_unique` on the same keys while the filter
+/// grows under them: every key is won exactly once.
+#[test]
+fn insert_unique_across_growth_has_one_winner_per_key() {
+    let threads = stress_threads().max(6);
+    let keys = 200_000u64;
+    let f = Arc::new(growing(10_000, 16, 13));
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (f, start) = (f.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut won = Vec::new();
+                // Each thread walks the keys from a different offset.
+                for i in 0..keys {
+                    let k = (i + t as u64 * 7919) % keys;
+                    if f.insert_unique(&k).unwrap() {
+                        won.push(k);
+                    }
+                }
+                won
+            })
+        })
+        .collect();
+    let mut winners = HashSet::new();
+    let mut wins = 0usize;
+    for h in handles {
+        for k in h.join().unwrap() {
+            wins += 1;
+            assert!(winners.insert(k), "key {k} won twice");
+        }
+    }
+    assert!(f.generation() >= 3);
+    // A key is lost only to a false positive against an earlier key.
+    let fp_allowance = (keys as f64 * 2.0 * f.false_positive_rate()).ceil() as usize + 5;
+    assert!(
+        wins + fp_allowance >= keys as usize,
+        "{wins} wins of {keys}"
+    );
+    assert_eq!(f.len(), wins);
+}
+
+/// After `g` doublings the measured false-positive rate (4M fresh keys) is
+/// within 1.3x of the documented estimate `1 - (1 - 2^g/V)^(2 b load)`,
+/// for g = 0..4 with the default layout, each at >= 93% load.
+#[test]
+fn fpr_after_each_doubling_matches_the_estimate() {
+    let f = growing(100_000, 16, 14);
+    let mut keys = Keys(15);
+    for g in 0..=4u32 {
+        // Grow to generation g, then fill it to 93% without growing again.
+        while f.generation() < g || (f.len() as f64) < 0.93 * f.capacity() as f64 {
+            f.insert(&keys.next().unwrap()).unwrap();
+        }
+        assert_eq!(f.generation(), g);
+        let expected = f.false_positive_rate();
+        // Fresh keys: a disjoint stream.
+        let probes = 4_000_000u64;
+        let hits = Keys(0xF00D + u64::from(g))
+            .take(probes as usize)
+            .filter(|k| f.contains(&(k | 1 << 63)))
+            .count();
+        let measured = hits as f64 / probes as f64;
+        let ratio = measured / expected;
+        eprintln!(
+            "generation {g}: load {:.3}, FPR measured {measured:.3e}, expected {expected:.3e}, ratio {ratio:.3}",
+            f.load_factor()
+        );
+        assert!(
+            (1.0 / 1.3..=1.3).contains(&ratio),
+            "generation {g}: FPR {measured:.3e} vs expected {expected:.3e}"
+        );
+    }
+}
