@@ -82,6 +82,25 @@ fn round_trip_answers_equal_the_original_for_a_million_probes_both_layouts() {
 }
 
 #[test]
+fn round_trip_after_growth_answers_equal_for_a_million_probes_both_layouts() {
+    // 16-bit tags may double 6 times under the default 1% FPR cap, 12-bit
+    // tags twice: start small enough that 500k keys need 3 / 2 doublings.
+    for (bits, capacity, generation) in [(16, 70_000, 3), (12, 130_000, 2)] {
+        let (f, keys) = filled(bits, capacity, 500_000, 40 + u64::from(bits));
+        assert_eq!(f.generation(), generation, "{bits}-bit filter grew");
+        let mut bytes = Vec::new();
+        f.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes[19], generation as u8, "generation byte");
+        let g = CuckooFilter::read_from(&bytes[..]).unwrap();
+        assert_eq!(g.generation(), generation);
+        assert_same_answers(&f, &g, &keys, 1_000_000);
+        let info = koel::inspect(&bytes[..]).unwrap();
+        assert_eq!(info.buckets, info.m0 << generation);
+        assert_eq!(info.item_count, Some(500_000));
+    }
+}
+
+#[test]
 fn saving_a_loaded_filter_gives_the_same_bytes() {
     let (f, _) = filled(16, 10_000, 9_000, 3);
     let mut a = Vec::new();
@@ -220,22 +239,34 @@ const FAILED: u8 = 3;
 #[test]
 fn a_snapshot_during_inserts_displacements_and_removes_holds_every_completed_insert() {
     for bits in [16, 12] {
-        snapshot_under_writers(bits);
+        snapshot_under_writers(bits, 200_000, 0.88);
     }
 }
 
-fn snapshot_under_writers(bits: u32) {
+/// The same while the filter grows: writers keep 4x the first table's
+/// slots live, so it doubles twice during the test, and every snapshot
+/// finds a table that is migrating or has just been replaced.
+#[test]
+fn a_snapshot_while_the_filter_grows_holds_every_completed_insert() {
+    for bits in [16, 12] {
+        snapshot_under_writers(bits, 50_000, 3.5);
+    }
+}
+
+fn snapshot_under_writers(bits: u32, capacity: usize, live_per_slot: f64) {
     const WRITERS: usize = 4;
     let f = CuckooFilter::builder()
-        .capacity(200_000)
+        .capacity(capacity)
         .fingerprint_bits(bits)
         .seed(7)
         .build()
         .unwrap();
     // Each writer keeps `live` of its keys in the filter (removing the key
     // inserted `live` steps earlier), so the table stays about 88% full
-    // while keys churn through it and inserts displace tags.
-    let live = (f.capacity() as f64 * 0.88) as usize / WRITERS;
+    // (or grows to hold them) while keys churn through it and inserts
+    // displace tags.
+    let first_generation = f.generation();
+    let live = (f.capacity() as f64 * live_per_slot) as usize / WRITERS;
     let per_writer = live * 6;
     let keys: Vec<u64> = Keys(99).take(WRITERS * per_writer).collect();
     let state: Vec<AtomicU8> = keys.iter().map(|_| AtomicU8::new(NEW)).collect();
@@ -310,4 +341,11 @@ fn snapshot_under_writers(bits: u32) {
         state.iter().all(|s| s.load(Ordering::Relaxed) != FAILED),
         "no insert failed at this load"
     );
+    if live_per_slot > 1.0 {
+        assert!(
+            f.generation() >= first_generation + 2,
+            "{bits}-bit: the filter grew only to generation {}",
+            f.generation()
+        );
+    }
 }

@@ -256,6 +256,12 @@ impl CuckooFilter {
     /// those operations for as long as it takes; to bound the stall, write
     /// to memory or the page cache first.
     ///
+    /// A growing filter is saved after its current migration finishes, as
+    /// one table of its current generation. The growth settings
+    /// ([`Growth`](crate::Growth), `max_memory`, `max_false_positive_rate`)
+    /// are not in format version 1: a loaded filter has the builder's
+    /// defaults.
+    ///
     /// # Errors
     ///
     /// Any error of `writer`; what was written until then is not a valid
