@@ -70,7 +70,7 @@ fn peak_allocation<R>(f: impl FnOnce() -> R) -> (R, usize) {
 
 // ---- Files -----------------------------------------------------------------
 
-const HEADER: usize = 72;
+const HEADER: usize = 80;
 const MAGIC: usize = 0;
 const VERSION: usize = 8;
 const KIND: usize = 10;
@@ -85,7 +85,8 @@ const M0: usize = 24;
 const BUCKETS: usize = 32;
 const PROBE: usize = 48;
 const PAYLOAD_LEN: usize = 56;
-const HEADER_CHECKSUM: usize = 64;
+const PARAM64: usize = 64;
+const HEADER_CHECKSUM: usize = 72;
 
 /// A valid small file: 64 buckets (the minimum) holding 150 keys.
 fn small_file(bits: u32) -> Vec<u8> {
@@ -283,6 +284,14 @@ fn wrong_magic_version_and_kind_are_named() {
             value: 0x100
         }
     ));
+    let e = with_field(|b| b[PARAM64 + 7] = 2);
+    assert!(matches!(
+        e,
+        LoadError::ReservedNotZero {
+            offset: 64,
+            value: 0x0200_0000_0000_0000
+        }
+    ));
 }
 
 #[test]
@@ -357,7 +366,8 @@ fn absurd_sizes_in_a_short_input_are_refused_without_a_big_allocation() {
 
     let (e, peak) = peak_allocation(|| err(CuckooFilter::read_from(&b[..])));
     assert!(
-        matches!(e, LoadError::Truncated { section: "payload", expected, found: 28 } if expected == 1 << 47),
+        matches!(e, LoadError::Truncated { section: "payload", expected, found }
+            if expected == 1 << 47 && found == (100 - HEADER) as u64),
         "{e}"
     );
     assert!(

@@ -8,9 +8,9 @@ use xxhash_rust::xxh3::xxh3_64;
 
 fuzz_target!(|data: &[u8]| {
     let mut b = data.to_vec();
-    if b.len() >= 88 {
-        let sum = xxh3_64(&b[..64]);
-        b[64..72].copy_from_slice(&sum.to_le_bytes());
+    if b.len() >= 96 {
+        let sum = xxh3_64(&b[..72]);
+        b[72..80].copy_from_slice(&sum.to_le_bytes());
         let end = b.len() - 8;
         let sum = xxh3_64(&b[..end]);
         b[end..].copy_from_slice(&sum.to_le_bytes());

@@ -41,6 +41,14 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             found,
         });
     }
+    for (offset, value) in [
+        (format::offset::PARAM32, u64::from(h.param32)),
+        (format::offset::PARAM64, h.param64),
+    ] {
+        if value != 0 {
+            return Err(LoadError::ReservedNotZero { offset, value });
+        }
+    }
     let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
         (16, 4, 1) => LayoutKind::Tags16x4,
         (12, 5, 1) => LayoutKind::Tags12x5,
@@ -292,6 +300,8 @@ impl CuckooFilter {
                 seed: view.seed,
                 probe: probe(view.seed),
                 payload_len: view.words.len() as u64 * 8,
+                param32: 0,
+                param64: 0,
             }
             .encode();
             let mut sum = Xxh3::new();

@@ -1,7 +1,7 @@
 //! The koel file format, version 1: byte layout, header encoding and the
 //! checks every header passes before anything is allocated.
 //!
-//! Every integer is little-endian. A file is a fixed 72-byte header, the
+//! Every integer is little-endian. A file is a fixed 80-byte header, the
 //! payload, and a 16-byte trailer:
 //!
 //! | offset | size | field | value in version 1 |
@@ -15,16 +15,17 @@
 //! | 17 | 1 | tags per bucket | `4` (with 16 tag bits) or `5` (with 12) |
 //! | 18 | 1 | words per bucket | `1` (a bucket is one 64-bit word) |
 //! | 19 | 1 | generation `g` | `0..=tag_bits - 4`: the table has `m0 * 2^g` buckets |
-//! | 20 | 4 | reserved | `0` |
+//! | 20 | 4 | kind-specific | cuckoo: `0` (reserved) |
 //! | 24 | 8 | `m0` | buckets per region: even, `64..=2^32` |
 //! | 32 | 8 | bucket count | `m0 << g` |
 //! | 40 | 8 | seed | the filter's hash seed |
 //! | 48 | 8 | hash probe | the filter's hash of [`PROBE_INPUT`] under the seed |
 //! | 56 | 8 | payload length | bytes: `8 * words per bucket * bucket count` |
-//! | 64 | 8 | header checksum | XXH3-64 (seed 0) of bytes `0..64` |
-//! | 72 | payload length | payload | the bucket words in index order, each a `u64` |
-//! | 72 + P | 8 | item count | occupied tag slots in the payload |
-//! | 80 + P | 8 | checksum | XXH3-64 (seed 0) of bytes `0..80 + P`: header, payload and item count |
+//! | 64 | 8 | kind-specific | cuckoo: `0` (reserved for growth settings) |
+//! | 72 | 8 | header checksum | XXH3-64 (seed 0) of bytes `0..72` |
+//! | 80 | payload length | payload | the bucket words in index order, each a `u64` |
+//! | 80 + P | 8 | item count | occupied tag slots in the payload |
+//! | 88 + P | 8 | checksum | XXH3-64 (seed 0) of bytes `0..88 + P`: header, payload and item count |
 //!
 //! A bucket word holds its tags in lanes from the least significant bit up:
 //! lane `k` is bits `k*w .. (k+1)*w`. A lane of 0 is empty; the all-ones
@@ -64,7 +65,7 @@ pub(crate) const MAGIC: [u8; 8] = *b"\x89KOEL\r\n\x1a";
 /// The format version this build writes and reads.
 pub(crate) const FORMAT_VERSION: u16 = 1;
 /// Bytes of the fixed header, its checksum included.
-pub(crate) const HEADER_LEN: usize = 72;
+pub(crate) const HEADER_LEN: usize = 80;
 /// Bytes after the payload: item count and checksum.
 pub(crate) const TRAILER_LEN: usize = 16;
 /// The input whose hash under the file's seed is stored as the probe:
@@ -87,13 +88,14 @@ pub(crate) mod offset {
     pub(crate) const TAGS_PER_BUCKET: usize = 17;
     pub(crate) const WORDS_PER_BUCKET: usize = 18;
     pub(crate) const GENERATION: usize = 19;
-    pub(crate) const RESERVED: usize = 20;
+    pub(crate) const PARAM32: usize = 20;
     pub(crate) const M0: usize = 24;
     pub(crate) const BUCKETS: usize = 32;
     pub(crate) const SEED: usize = 40;
     pub(crate) const PROBE: usize = 48;
     pub(crate) const PAYLOAD_LEN: usize = 56;
-    pub(crate) const HEADER_CHECKSUM: usize = 64;
+    pub(crate) const PARAM64: usize = 64;
+    pub(crate) const HEADER_CHECKSUM: usize = 72;
 }
 
 /// The header fields, decoded but not yet checked against a filter kind.
@@ -111,6 +113,10 @@ pub(crate) struct Header {
     pub(crate) seed: u64,
     pub(crate) probe: u64,
     pub(crate) payload_len: u64,
+    /// The kind-specific 32-bit field at offset 20.
+    pub(crate) param32: u32,
+    /// The kind-specific 64-bit field at offset 64.
+    pub(crate) param64: u64,
 }
 
 fn u16_at(b: &[u8; HEADER_LEN], at: usize) -> u16 {
@@ -130,7 +136,7 @@ fn u64_at(b: &[u8; HEADER_LEN], at: usize) -> u64 {
 }
 
 impl Header {
-    /// The 72 header bytes, checksum included.
+    /// The 80 header bytes, checksum included.
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
@@ -142,13 +148,14 @@ impl Header {
         b[offset::TAGS_PER_BUCKET] = self.tags_per_bucket;
         b[offset::WORDS_PER_BUCKET] = self.words_per_bucket;
         b[offset::GENERATION] = self.generation;
-        // Bytes RESERVED..RESERVED+4 stay zero.
+        b[offset::PARAM32..offset::PARAM32 + 4].copy_from_slice(&self.param32.to_le_bytes());
         for (at, v) in [
             (offset::M0, self.m0),
             (offset::BUCKETS, self.buckets),
             (offset::SEED, self.seed),
             (offset::PROBE, self.probe),
             (offset::PAYLOAD_LEN, self.payload_len),
+            (offset::PARAM64, self.param64),
         ] {
             b[at..at + 8].copy_from_slice(&v.to_le_bytes());
         }
@@ -159,7 +166,8 @@ impl Header {
 
     /// Decodes `b`, checking in this order: magic, version, header checksum,
     /// then the fields that do not depend on the filter kind (kind, hash
-    /// algorithm, flags, reserved bytes). The magic and version come first
+    /// algorithm, flags); the kind-specific fields are checked by the kind's
+    /// loader. The magic and version come first
     /// because another version may lay out (and checksum) its header
     /// differently; everything else is trusted only once the checksum holds.
     pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Header, LoadError> {
@@ -193,6 +201,8 @@ impl Header {
             seed: u64_at(b, offset::SEED),
             probe: u64_at(b, offset::PROBE),
             payload_len: u64_at(b, offset::PAYLOAD_LEN),
+            param32: u32_at(b, offset::PARAM32),
+            param64: u64_at(b, offset::PARAM64),
         };
         h.kind()?;
         if h.hash_algorithm != HASH_AHASH_V1 {
@@ -200,13 +210,6 @@ impl Header {
         }
         if h.flags != 0 {
             return Err(LoadError::UnknownFlags(h.flags));
-        }
-        let reserved = u32_at(b, offset::RESERVED);
-        if reserved != 0 {
-            return Err(LoadError::ReservedNotZero {
-                offset: offset::RESERVED,
-                value: u64::from(reserved),
-            });
         }
         Ok(h)
     }
@@ -260,6 +263,8 @@ mod tests {
             seed: 0x0123_4567_89AB_CDEF,
             probe: 42,
             payload_len: 8 << 22,
+            param32: 0xA1B2_C3D4,
+            param64: 0x1122_3344_5566_7788,
         }
     }
 
@@ -274,7 +279,7 @@ mod tests {
         assert_eq!(b[11], 1, "hash algorithm: ahash v1");
         assert_eq!(&b[12..16], &[0; 4], "flags");
         assert_eq!(&b[16..20], &[16, 4, 1, 2]);
-        assert_eq!(&b[20..24], &[0; 4], "reserved");
+        assert_eq!(&b[20..24], &[0xD4, 0xC3, 0xB2, 0xA1], "param32");
         assert_eq!(&b[24..32], &(1u64 << 20).to_le_bytes());
         assert_eq!(&b[32..40], &(1u64 << 22).to_le_bytes());
         assert_eq!(
@@ -283,7 +288,8 @@ mod tests {
         );
         assert_eq!(&b[48..56], &42u64.to_le_bytes());
         assert_eq!(&b[56..64], &(8u64 << 22).to_le_bytes());
-        assert_eq!(&b[64..], &xxh3_64(&b[..64]).to_le_bytes());
+        assert_eq!(&b[64..72], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[72..], &xxh3_64(&b[..72]).to_le_bytes());
     }
 
     #[test]
@@ -292,7 +298,7 @@ mod tests {
         let mut b = good;
         b[0] = b'P';
         // Even with the checksum also wrong, a wrong magic is reported.
-        b[70] ^= 1;
+        b[75] ^= 1;
         assert!(matches!(
             Header::decode(&b),
             Err(LoadError::NotKoelFile { .. })
