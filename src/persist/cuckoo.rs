@@ -2,23 +2,17 @@
 
 use super::error::LoadError;
 use super::file;
-use super::format::{self, Header, HEADER_LEN, TRAILER_LEN};
-use super::stream::{self, PayloadReader, CHUNK};
+use super::format::{self, Header};
+use super::saved::{self, PayloadCheck, Saved};
+use super::stream;
 use crate::cuckoo::snapshot::FromPartsError;
 use crate::cuckoo::{CuckooFilter, LayoutKind};
 use crate::filter::FilterKind;
-use crate::hash::KeyHasher;
 use crate::raw::bucket::{self, L12x5, L16x4, Layout};
 use crate::raw::geometry::{MAX_M0, MIN_M0};
 use crate::sync::{AtomicU64, Ordering};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
-use xxhash_rust::xxh3::Xxh3;
-
-/// The hash probe of `seed`: this build's hash of the fixed probe input.
-pub(crate) fn probe(seed: u64) -> u64 {
-    KeyHasher::new(seed).hash(&format::PROBE_INPUT)
-}
 
 /// A cuckoo header's shape, validated.
 #[derive(Clone, Copy, Debug)]
@@ -95,18 +89,6 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
     })
 }
 
-/// Refuses a file whose hash probe this build does not reproduce.
-pub(crate) fn check_probe(h: &Header) -> Result<(), LoadError> {
-    let computed = probe(h.seed);
-    if computed != h.probe {
-        return Err(LoadError::HashProbeMismatch {
-            stored: h.probe,
-            computed,
-        });
-    }
-    Ok(())
-}
-
 /// Checks bucket words as they stream past: counts occupied slots and
 /// remembers the first word no filter could have written.
 pub(crate) struct WordCheck {
@@ -123,15 +105,6 @@ impl WordCheck {
             words: 0,
             counted: 0,
             first_bad: None,
-        }
-    }
-
-    /// Takes the next little-endian bucket words (`bytes.len()` is a
-    /// multiple of 8).
-    pub(crate) fn absorb(&mut self, bytes: &[u8]) {
-        match self.layout {
-            LayoutKind::Tags16x4 => self.absorb_in::<L16x4>(bytes),
-            LayoutKind::Tags12x5 => self.absorb_in::<L12x5>(bytes),
         }
     }
 
@@ -161,10 +134,21 @@ impl WordCheck {
         }
         self.words += (bytes.len() / 8) as u64;
     }
+}
 
-    /// After the checksum matched: the payload's content error, if any,
-    /// then whether the trailer's item count is the one counted.
-    pub(crate) fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+impl PayloadCheck for WordCheck {
+    fn absorb(&mut self, bytes: &[u8]) {
+        match self.layout {
+            LayoutKind::Tags16x4 => self.absorb_in::<L16x4>(bytes),
+            LayoutKind::Tags12x5 => self.absorb_in::<L12x5>(bytes),
+        }
+    }
+
+    fn counted(&self) -> u64 {
+        self.counted
+    }
+
+    fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
         if let Some((word, reason)) = self.first_bad {
             return Err(LoadError::CorruptPayload { word, reason });
         }
@@ -243,6 +227,40 @@ fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
     }
 }
 
+impl Saved for CuckooFilter {
+    type Shape = Shape;
+    type Check = WordCheck;
+
+    fn shape(h: &Header) -> Result<Shape, LoadError> {
+        shape(h)
+    }
+
+    fn payload_len(shape: &Shape) -> u64 {
+        shape.payload_len
+    }
+
+    fn check(shape: &Shape) -> WordCheck {
+        WordCheck::new(shape.layout)
+    }
+
+    fn build(
+        shape: &Shape,
+        h: &Header,
+        count: u64,
+        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
+    ) -> Result<Self, LoadError> {
+        CuckooFilter::from_parts(
+            shape.layout,
+            h.seed,
+            shape.m0,
+            shape.generation,
+            count,
+            fill,
+        )
+        .map_err(|e| from_parts_error(e, shape))
+    }
+}
+
 impl CuckooFilter {
     /// Writes the filter in koel's file format (see the README's "Saving
     /// and loading") to `writer`.
@@ -284,9 +302,8 @@ impl CuckooFilter {
     /// assert!(g.contains("a"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn write_to<W: Write>(&self, mut writer: W) -> io::Result<()> {
+    pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
         self.with_snapshot(|view| {
-            let words_per_chunk = CHUNK / 8;
             let header = Header {
                 kind: format::KIND_CUCKOO,
                 hash_algorithm: format::HASH_AHASH_V1,
@@ -298,31 +315,15 @@ impl CuckooFilter {
                 m0: view.m0,
                 buckets: view.words.len() as u64,
                 seed: view.seed,
-                probe: probe(view.seed),
+                probe: saved::probe(view.seed),
                 payload_len: view.words.len() as u64 * 8,
                 param32: 0,
                 param64: 0,
-            }
-            .encode();
-            let mut sum = Xxh3::new();
-            sum.update(&header);
-            writer.write_all(&header)?;
-            let mut buf = vec![0u8; CHUNK.min(view.words.len() * 8)];
-            let mut items = 0u64;
-            for chunk in view.words.chunks(words_per_chunk) {
-                let out = &mut buf[..chunk.len() * 8];
-                items += match view.layout {
-                    LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
-                    LayoutKind::Tags12x5 => encode::<L12x5>(chunk, out),
-                };
-                sum.update(out);
-                writer.write_all(out)?;
-            }
-            let count = items.to_le_bytes();
-            sum.update(&count);
-            writer.write_all(&count)?;
-            writer.write_all(&sum.digest().to_le_bytes())?;
-            writer.flush()
+            };
+            saved::write_file(writer, header, view.words, |chunk, out| match view.layout {
+                LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
+                LayoutKind::Tags12x5 => encode::<L12x5>(chunk, out),
+            })
         })
     }
 
@@ -341,33 +342,8 @@ impl CuckooFilter {
     /// A [`LoadError`] saying what is wrong: a damaged, truncated or
     /// foreign file, another format version or filter kind, a build that
     /// hashes differently, a read error.
-    pub fn read_from<R: Read>(mut reader: R) -> Result<CuckooFilter, LoadError> {
-        let header = stream::read_header(&mut reader)?;
-        let h = Header::decode(&header)?;
-        let shape = shape(&h)?;
-        check_probe(&h)?;
-        let mut sum = Xxh3::new();
-        sum.update(&header);
-        let mut check = WordCheck::new(shape.layout);
-        let payload = PayloadReader::new(shape.payload_len).read_all(&mut reader, |chunk| {
-            sum.update(chunk);
-            check.absorb(chunk);
-        })?;
-        let stored_count = stream::read_trailer(&mut reader, sum)?;
-        check.verdict(stored_count)?;
-        CuckooFilter::from_parts(
-            shape.layout,
-            h.seed,
-            shape.m0,
-            shape.generation,
-            stored_count,
-            |dst| {
-                dst.copy_from_slice(&payload);
-                stream::le_to_native_in_place(dst);
-                Ok(())
-            },
-        )
-        .map_err(|e| from_parts_error(e, &shape))
+    pub fn read_from<R: Read>(reader: R) -> Result<CuckooFilter, LoadError> {
+        saved::read_from(reader)
     }
 
     /// Saves the filter to `path` atomically: it writes a temporary file
@@ -410,79 +386,7 @@ impl CuckooFilter {
     /// [`LoadError::FileLengthMismatch`] for a file shorter or longer than
     /// its header says.
     pub fn load(path: impl AsRef<Path>) -> Result<CuckooFilter, LoadError> {
-        let mut f = std::fs::File::open(path)?;
-        let actual = f.metadata()?.len();
-        let header = stream::read_header(&mut f)?;
-        let h = Header::decode(&header)?;
-        let shape = shape(&h)?;
-        check_probe(&h)?;
-        if actual != h.file_len() {
-            return Err(LoadError::FileLengthMismatch {
-                expected: h.file_len(),
-                actual,
-            });
-        }
-        // The item count is in the trailer and the filter wants it up
-        // front: read it now, trust it only once the checksum (and the
-        // count of the payload) confirm it below.
-        let mut trailer = [0u8; TRAILER_LEN];
-        f.seek(SeekFrom::Start(HEADER_LEN as u64 + shape.payload_len))?;
-        let got = format::read_full(&mut f, &mut trailer)?;
-        f.seek(SeekFrom::Start(HEADER_LEN as u64))?;
-        let claimed_count = stream::le_word(&trailer[..8]);
-        if got < TRAILER_LEN {
-            // The file shrank after its length was read.
-            return Err(LoadError::Truncated {
-                section: "trailer",
-                expected: TRAILER_LEN as u64,
-                found: got as u64,
-            });
-        }
-        let mut sum = Xxh3::new();
-        sum.update(&header);
-        let mut check = WordCheck::new(shape.layout);
-        // The fill closure reports through io::Error; keep the real cause.
-        let mut failure = None;
-        let filled = CuckooFilter::from_parts(
-            shape.layout,
-            h.seed,
-            shape.m0,
-            shape.generation,
-            claimed_count,
-            |dst| {
-                let mut done = 0u64;
-                for part in dst.chunks_mut(CHUNK) {
-                    let got = format::read_full(&mut f, part)?;
-                    if got < part.len() {
-                        failure = Some(LoadError::Truncated {
-                            section: "payload",
-                            expected: shape.payload_len,
-                            found: done + got as u64,
-                        });
-                        return Err(io::ErrorKind::UnexpectedEof.into());
-                    }
-                    done += got as u64;
-                    sum.update(part);
-                    check.absorb(part);
-                    stream::le_to_native_in_place(part);
-                }
-                Ok(())
-            },
-        );
-        let filter = match filled {
-            Ok(filter) => filter,
-            Err(e) => return Err(failure.unwrap_or_else(|| from_parts_error(e, &shape))),
-        };
-        let stored_count = stream::read_trailer(&mut f, sum)?;
-        if stored_count != claimed_count {
-            // The file changed under us between the two reads.
-            return Err(LoadError::ItemCountMismatch {
-                stored: stored_count,
-                counted: claimed_count,
-            });
-        }
-        check.verdict(stored_count)?;
-        Ok(filter)
+        saved::load(path.as_ref())
     }
 }
 

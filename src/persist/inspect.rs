@@ -3,6 +3,7 @@
 use super::cuckoo::{self, WordCheck};
 use super::error::LoadError;
 use super::format::{read_full, Header, FORMAT_VERSION, TRAILER_LEN};
+use super::saved::{self, PayloadCheck};
 use super::stream::{self, CHUNK};
 use crate::filter::FilterKind;
 use std::io::Read;
@@ -107,7 +108,7 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
         buckets: h.buckets,
         seed: h.seed,
         payload_bytes: shape.payload_len,
-        hash_probe_matches: cuckoo::check_probe(&h).is_ok(),
+        hash_probe_matches: saved::check_probe(&h).is_ok(),
         item_count: None,
         counted_items: None,
         checksum: ChecksumStatus::Truncated {
@@ -133,7 +134,7 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
         check.absorb(&buf[..got]);
         left -= got as u64;
     }
-    info.counted_items = Some(check.counted);
+    info.counted_items = Some(check.counted());
     let mut trailer = [0u8; TRAILER_LEN];
     let got = read_full(&mut reader, &mut trailer)?;
     if got >= 8 {

@@ -20,14 +20,16 @@
 //! arrives.
 //!
 //! Split by concern: `format` (layout, header codec), `error`
-//! ([`LoadError`]), `stream` (reading parts from any reader), `cuckoo` (the
-//! cuckoo filter's payload and API), `file` (atomic replace), `inspect`.
+//! ([`LoadError`]), `stream` (reading parts from any reader), `saved` (the
+//! write and load steps every kind shares), `cuckoo` (the cuckoo filter's
+//! header checks, payload check and API), `file` (atomic replace), `inspect`.
 
 mod cuckoo;
 mod error;
 mod file;
 mod format;
 mod inspect;
+mod saved;
 mod stream;
 
 pub use error::LoadError;
