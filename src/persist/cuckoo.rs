@@ -355,6 +355,10 @@ impl CuckooFilter {
     /// Concurrency as in [`write_to`](Self::write_to); the stripes are
     /// released before the final sync.
     ///
+    /// The new file gets the default permissions of a new file (the old
+    /// file's are not copied), and a symbolic link at `path` is replaced by
+    /// the file, not followed.
+    ///
     /// # Errors
     ///
     /// Any I/O error (the old file at `path` is then untouched).
