@@ -54,11 +54,43 @@
 //! `len()` is exact when no writer runs. `clear()` is not atomic against
 //! concurrent writers.
 //!
+//! ## Growth
+//!
+//! By default ([`Growth::Double`]) a filter whose insert finds no room
+//! doubles its table online, so [`InsertError`] is rare: it says why growth
+//! was refused ([`CuckooFilterBuilder::max_false_positive_rate`], default
+//! 1e-2; [`CuckooFilterBuilder::max_memory`]; a failed allocation), and the
+//! filter then keeps working at its size with nothing lost. Growth happens
+//! only when a table is genuinely full (95% / 96% load), and each doubling
+//! spends one tag bit, so the false-positive rate about doubles:
+//!
+//! | doublings | 16-bit tags, FPR at full load | 12-bit tags |
+//! | --- | --- | --- |
+//! | 0 | 1.2e-4 | 2.3e-3 |
+//! | 1 | 2.3e-4 | 4.7e-3 |
+//! | 2 | 4.6e-4 | 9.4e-3 (last under the default 1e-2 cap: 4x) |
+//! | 4 | 1.9e-3 | — |
+//! | 6 | 7.4e-3 (last under the default cap: 64x) | — |
+//!
+//! While a table migrates into its successor:
+//!
+//! * `contains` and `count` still never write and never take a lock: for a
+//!   key whose buckets were already moved they read the successor, validated
+//!   against its version stripe;
+//! * writers each migrate at most one chunk of 256 buckets (plus the chunks
+//!   of their own two buckets if nobody has claimed them), so no single
+//!   operation pays for the whole table;
+//! * no operation can miss a key whose insert it happens-after, and
+//!   `insert_unique` still has exactly one winner;
+//! * the old table is retired through the epoch collector and freed once no
+//!   thread can still be reading it.
+//!
 //! ## Memory
 //!
 //! A bucket is one 64-bit word: 4 tags of 16 bits (default) or 5 of 12.
 //! The table has exactly enough buckets for the requested capacity (no
-//! power-of-two rounding), plus at most 32 KiB of version stripes:
+//! power-of-two rounding), plus at most 32 KiB of version stripes; while it
+//! doubles, the old and the new table (3x the old size) coexist:
 //!
 //! | layout | FPR at full load | bits per item at 95% load |
 //! | --- | --- | --- |
@@ -75,6 +107,25 @@
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
 //!
+//! ## The Bloom sibling, and choosing between them
+//!
+//! [`BloomFilter`] is a concurrent blocked Bloom filter for insert-only
+//! sets: one 64-byte block (one cache line) per key, bits set with atomic
+//! `fetch_or`, sized from a capacity and a target false-positive rate with
+//! the blocked layout's exact false-positive model. [`advise`] turns what a
+//! set needs (items, rate, deletes, growth) into a recommendation with its
+//! memory and expected rate. Both filter kinds implement [`Filter`].
+//!
+//! ```
+//! let rec = koel::advise(koel::Requirements::new(1_000_000, 1e-3))?;
+//! assert_eq!(rec.kind, Some(koel::FilterKind::Bloom));
+//! let bloom = koel::BloomFilter::new(1_000_000, 1e-3);
+//! assert_eq!(bloom.memory_usage(), rec.memory_bytes);
+//! bloom.insert("alice");
+//! assert!(bloom.contains("alice"));
+//! # Ok::<(), koel::AdviseError>(())
+//! ```
+//!
 //! ## Hash portability
 //!
 //! Keys are hashed with a seeded `ahash`. Its output can change across
@@ -84,6 +135,8 @@
 
 #![warn(missing_docs)]
 
+mod advise;
+mod bloom;
 mod cuckoo;
 mod error;
 mod filter;
@@ -97,11 +150,13 @@ mod sync;
 #[doc(hidden)]
 pub mod loom_support;
 
+pub use advise::{advise, Configuration, GrowthPlan, Recommendation, Requirements, SetSize};
+pub use bloom::{BloomFilter, BloomFilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
 pub use cuckoo::{
     BatchInsertError, CuckooFilter, CuckooFilterBuilder, Growth, Pinned, Stats, DEFAULT_CAPACITY,
     DEFAULT_MAX_FALSE_POSITIVE_RATE,
 };
-pub use error::{BuildError, InsertError};
+pub use error::{AdviseError, BuildError, InsertError, UnionError};
 pub use filter::{Filter, FilterKind};
 #[cfg(not(loom))]
 pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
@@ -120,5 +175,7 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<CuckooFilter>();
         assert_send_sync::<std::sync::Arc<CuckooFilter>>();
+        assert_send_sync::<BloomFilter>();
+        assert_send_sync::<std::sync::Arc<BloomFilter>>();
     }
 }

@@ -223,6 +223,11 @@ fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
         FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
             bytes: shape.payload_len,
         },
+        // The payload check refuses these first, with its reason.
+        FromPartsError::BadWord { bucket } => LoadError::CorruptPayload {
+            word: bucket as u64,
+            reason: "the layout never writes this word (reserved tag or bits outside the lanes)",
+        },
         FromPartsError::Fill(e) => LoadError::Io(e),
     }
 }
@@ -275,12 +280,11 @@ impl CuckooFilter {
     /// whose insert happened before this call and that no `remove` took
     /// before it; an item inserted during the call may or may not be in it.
     /// While the table streams out, no tag may move or be removed: inserts
-    /// that need a displacement, `insert_unique`, `remove` and lookups that
-    /// answer "absent" wait until it is written (they take the version
-    /// stripes the save holds); lookups that find their key and inserts
-    /// into free slots go on. Writing to a slow device therefore stalls
-    /// those operations for as long as it takes; to bound the stall, write
-    /// to memory or the page cache first.
+    /// that need a displacement, `insert_unique` and `remove` wait until it
+    /// is written (they take the version stripes the save holds frozen);
+    /// every lookup and inserts into free slots go on. Writing to a slow
+    /// device therefore stalls those writers for as long as it takes; to
+    /// bound the stall, write to memory or the page cache first.
     ///
     /// A growing filter is saved after its current migration finishes, as
     /// one table of its current generation. The growth settings

@@ -158,6 +158,7 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     let mut check = F::check(&shape);
     // The fill closure reports through io::Error; keep the real cause.
     let mut failure = None;
+    let mut payload_read = false;
     let filled = F::build(&shape, &h, claimed_count, |dst| {
         let mut done = 0u64;
         for part in dst.chunks_mut(CHUNK) {
@@ -175,11 +176,24 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
             check.absorb(part);
             stream::le_to_native_in_place(part);
         }
+        payload_read = true;
         Ok(())
     });
     let filter = match filled {
         Ok(filter) => filter,
-        Err(e) => return Err(failure.unwrap_or(e)),
+        Err(e) => {
+            if let Some(cause) = failure {
+                return Err(cause);
+            }
+            if !payload_read {
+                return Err(e);
+            }
+            // The payload was read but the kind refused it: a damaged file
+            // is reported as damaged (checksum) before what the damage did.
+            let stored_count = stream::read_trailer(&mut f, sum)?;
+            check.verdict(stored_count)?;
+            return Err(e);
+        }
     };
     let stored_count = stream::read_trailer(&mut f, sum)?;
     if stored_count != claimed_count {
