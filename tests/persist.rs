@@ -349,3 +349,123 @@ fn snapshot_under_writers(bits: u32, capacity: usize, live_per_slot: f64) {
         );
     }
 }
+
+// ---- Bloom filter ----------------------------------------------------------
+
+fn bloom(capacity: usize, rate: f64, items: usize, seed: u64) -> (koel::BloomFilter, Vec<u64>) {
+    let f = koel::BloomFilter::builder()
+        .capacity(capacity)
+        .false_positive_rate(rate)
+        .seed(seed)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(seed).take(items).collect();
+    for k in &keys {
+        f.insert(k);
+    }
+    (f, keys)
+}
+
+#[test]
+fn bloom_round_trip_answers_equal_the_original_for_a_million_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two bit counts per key (k = 8 and a larger one).
+    for (rate, seed) in [(0.02, 1u64), (1e-6, 2)] {
+        let (f, keys) = bloom(500_000, rate, 500_000, seed);
+        let path = dir.path().join(format!("b{seed}.koel"));
+        f.save(&path).unwrap();
+        let mut bytes = Vec::new();
+        f.write_to(&mut bytes).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        for g in [
+            koel::BloomFilter::load(&path).unwrap(),
+            koel::BloomFilter::read_from(&bytes[..]).unwrap(),
+        ] {
+            assert_eq!(
+                (g.hashes(), g.blocks(), g.seed(), g.capacity()),
+                (f.hashes(), f.blocks(), f.seed(), f.capacity())
+            );
+            assert_eq!(
+                g.target_false_positive_rate(),
+                f.target_false_positive_rate()
+            );
+            assert_eq!(g.len_estimate(), f.len_estimate());
+            let absent = Keys(0xB100_0000).take(500_000);
+            let mut n = 0;
+            for k in keys.iter().copied().chain(absent) {
+                assert_eq!(f.contains(&k), g.contains(&k), "contains({k})");
+                n += 1;
+            }
+            assert_eq!(n, 1_000_000);
+            // Still a live filter.
+            g.insert(&u64::MAX);
+            assert!(g.contains(&u64::MAX));
+        }
+        let info = koel::inspect(&bytes[..]).unwrap();
+        assert_eq!(info.kind, FilterKind::Bloom);
+        assert_eq!(info.bits_per_key, f.hashes());
+        assert_eq!(info.buckets, f.blocks());
+        assert_eq!(info.sized_capacity, Some(500_000));
+        assert_eq!(info.target_false_positive_rate, Some(rate));
+        assert_eq!(info.checksum, ChecksumStatus::Valid);
+        assert!(info.hash_probe_matches);
+        assert!(info.item_count.is_some() && info.item_count == info.counted_items);
+    }
+}
+
+#[test]
+fn a_bloom_snapshot_during_4_inserting_threads_holds_every_completed_insert() {
+    const WRITERS: usize = 4;
+    let f = koel::BloomFilter::builder()
+        .capacity(4_000_000)
+        .false_positive_rate(1e-4)
+        .seed(3)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(77).take(4_000_000).collect();
+    let done: Vec<AtomicBool> = keys.iter().map(|_| AtomicBool::new(false)).collect();
+    let writers_done = AtomicUsize::new(0);
+    let snapshots = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for w in 0..WRITERS {
+            let (f, keys, done, writers_done, snapshots) =
+                (&f, &keys, &done, &writers_done, &snapshots);
+            s.spawn(move || {
+                for i in (w..keys.len()).step_by(WRITERS) {
+                    // Enough overlap seen: stop early to keep the test short.
+                    if i % 1024 < WRITERS && snapshots.load(Ordering::Relaxed) >= 4 {
+                        break;
+                    }
+                    f.insert(&keys[i]);
+                    // Release: pairs with the snapshot thread's Acquire scan.
+                    done[i].store(true, Ordering::Release);
+                }
+                writers_done.fetch_add(1, Ordering::Release);
+            });
+        }
+        let (f, keys, done, snapshots, writers_done) =
+            (&f, &keys, &done, &snapshots, &writers_done);
+        s.spawn(move || {
+            let mut bytes = Vec::new();
+            while writers_done.load(Ordering::Acquire) < WRITERS {
+                let before: Vec<usize> = (0..keys.len())
+                    .filter(|&i| done[i].load(Ordering::Acquire))
+                    .collect();
+                bytes.clear();
+                f.write_to(&mut bytes).unwrap();
+                let copy = koel::BloomFilter::read_from(&bytes[..]).unwrap();
+                for &i in &before {
+                    assert!(
+                        copy.contains(&keys[i]),
+                        "key {i} inserted before the snapshot is missing"
+                    );
+                }
+                snapshots.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    });
+    assert!(
+        snapshots.load(Ordering::Relaxed) >= 2,
+        "snapshots overlapped the writers"
+    );
+}

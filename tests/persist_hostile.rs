@@ -11,7 +11,7 @@
 mod common;
 
 use common::Keys;
-use koel::{ChecksumStatus, CuckooFilter, LoadError};
+use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FilterKind, LoadError};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -128,22 +128,59 @@ fn reseal_all(b: &mut [u8]) {
 /// `bytes` through all three readers: `read_from`, `load` of a file, and
 /// `inspect`. Returns the errors of the two loaders (which must agree on
 /// acceptance) after checking that nothing was accepted that should not be.
-fn load_both(
+fn load_both(bytes: &[u8], path: &Path) -> (Result<(), LoadError>, Result<(), LoadError>) {
+    load_both_as(FilterKind::Cuckoo, bytes, path)
+}
+
+/// `load_both` for a filter of `kind`.
+fn load_both_as(
+    kind: FilterKind,
     bytes: &[u8],
     path: &Path,
-) -> (
-    Result<CuckooFilter, LoadError>,
-    Result<CuckooFilter, LoadError>,
-) {
-    let a = CuckooFilter::read_from(bytes);
+) -> (Result<(), LoadError>, Result<(), LoadError>) {
     std::fs::write(path, bytes).unwrap();
-    let b = CuckooFilter::load(path);
+    let (a, b) = match kind {
+        FilterKind::Cuckoo => (
+            CuckooFilter::read_from(bytes).map(drop),
+            CuckooFilter::load(path).map(drop),
+        ),
+        _ => (
+            BloomFilter::read_from(bytes).map(drop),
+            BloomFilter::load(path).map(drop),
+        ),
+    };
     let _ = koel::inspect(bytes);
     assert_eq!(a.is_ok(), b.is_ok(), "read_from and load disagree");
     (a, b)
 }
 
-fn err(r: Result<CuckooFilter, LoadError>) -> LoadError {
+/// A valid small Bloom filter file: 150 keys in the blocks sized for them.
+fn small_bloom_file() -> Vec<u8> {
+    let f = BloomFilter::builder()
+        .capacity(150)
+        .false_positive_rate(0.01)
+        .seed(0x5EED)
+        .build()
+        .unwrap();
+    for k in Keys(1).take(150) {
+        f.insert(&k);
+    }
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    assert_eq!(bytes.len() as u64, HEADER as u64 + f.blocks() * 64 + 16);
+    bytes
+}
+
+/// The small valid files of every kind and layout.
+fn small_files() -> Vec<(FilterKind, Vec<u8>)> {
+    vec![
+        (FilterKind::Cuckoo, small_file(16)),
+        (FilterKind::Cuckoo, small_file(12)),
+        (FilterKind::Bloom, small_bloom_file()),
+    ]
+}
+
+fn err<T>(r: Result<T, LoadError>) -> LoadError {
     match r {
         Ok(_) => panic!("a hostile file was loaded"),
         Err(e) => e,
@@ -156,11 +193,11 @@ fn err(r: Result<CuckooFilter, LoadError>) -> LoadError {
 fn every_truncation_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.koel");
-    for bits in [16, 12] {
-        let file = small_file(bits);
+    for (kind, file) in small_files() {
+        let payload = file.len() - HEADER - 16;
         for len in 0..file.len() {
             let cut = &file[..len];
-            let (a, b) = load_both(cut, &path);
+            let (a, b) = load_both_as(kind, cut, &path);
             match err(a) {
                 LoadError::Truncated {
                     section,
@@ -170,9 +207,9 @@ fn every_truncation_is_refused() {
                     let want = if len < HEADER {
                         ("header", HEADER, len)
                     } else if len < file.len() - 16 {
-                        ("payload", 512, len - HEADER)
+                        ("payload", payload, len - HEADER)
                     } else {
-                        ("trailer", 16, len - HEADER - 512)
+                        ("trailer", 16, len - HEADER - payload)
                     };
                     assert_eq!(
                         (section, expected, found),
@@ -208,14 +245,13 @@ fn every_truncation_is_refused() {
 fn every_single_bit_flip_is_refused_by_the_check_for_its_field() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.koel");
-    for bits in [16, 12] {
-        let file = small_file(bits);
+    for (kind, file) in small_files() {
         let payload_end = file.len() - 16;
         for bit in 0..file.len() * 8 {
             let mut b = file.clone();
             b[bit / 8] ^= 1 << (bit % 8);
             let at = bit / 8;
-            let (a, l) = load_both(&b, &path);
+            let (a, l) = load_both_as(kind, &b, &path);
             for e in [err(a), err(l)] {
                 let ok = match at {
                     0..8 => matches!(e, LoadError::NotKoelFile { .. }),
@@ -410,6 +446,195 @@ fn a_foreign_hash_is_refused_but_inspected() {
     assert_eq!(info.checksum, ChecksumStatus::Valid);
 }
 
+// ---- Bloom filter fields --------------------------------------------------
+
+/// The error for the small Bloom file with `edit` applied and the header
+/// re-sealed, loaded as a Bloom filter both ways.
+fn with_bloom_field(edit: impl FnOnce(&mut Vec<u8>)) -> LoadError {
+    let mut b = small_bloom_file();
+    edit(&mut b);
+    reseal_header(&mut b);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, l) = load_both_as(FilterKind::Bloom, &b, &dir.path().join("b.koel"));
+    let (a, l) = (err(a), err(l));
+    assert_eq!(a.to_string(), l.to_string());
+    a
+}
+
+#[test]
+fn bloom_fields_that_no_filter_has_are_refused() {
+    let e = with_bloom_field(|b| b[TAGS_PER_BUCKET] = 12);
+    assert!(
+        matches!(
+            e,
+            LoadError::UnsupportedBloomLayout {
+                bits_per_key: 12,
+                words_per_block: 8
+            }
+        ),
+        "{e}"
+    );
+    let e = with_bloom_field(|b| b[WORDS_PER_BUCKET] = 4);
+    assert!(
+        matches!(
+            e,
+            LoadError::UnsupportedBloomLayout {
+                words_per_block: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = with_bloom_field(|b| b[TAG_BITS] = 16);
+    assert!(
+        matches!(
+            e,
+            LoadError::ReservedNotZero {
+                offset: 16,
+                value: 16
+            }
+        ),
+        "{e}"
+    );
+    let e = with_bloom_field(|b| b[GENERATION] = 1);
+    assert!(
+        matches!(
+            e,
+            LoadError::ReservedNotZero {
+                offset: 19,
+                value: 1
+            }
+        ),
+        "{e}"
+    );
+    let e = with_bloom_field(|b| b[RESERVED] = 2);
+    assert!(
+        matches!(
+            e,
+            LoadError::UnsupportedBitMapping {
+                found: 2,
+                supported: 1
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("would lose items"), "{e}");
+    let e = with_bloom_field(|b| set_u64(b, M0, 0));
+    assert!(
+        matches!(e, LoadError::InvalidCapacity { capacity: 0 }),
+        "{e}"
+    );
+    for rate in [0.0, 1.0, 2.5, -0.1, 1e-30, f64::NAN, f64::INFINITY] {
+        let e = with_bloom_field(|b| set_u64(b, PARAM64, f64::to_bits(rate)));
+        assert!(
+            matches!(e, LoadError::InvalidFalsePositiveRate { .. }),
+            "rate {rate}: {e}"
+        );
+    }
+    for blocks in [0, 1 << 58, u64::MAX] {
+        let e = with_bloom_field(|b| set_u64(b, BUCKETS, blocks));
+        assert!(
+            matches!(e, LoadError::InvalidBlockCount { blocks: x } if x == blocks),
+            "{e}"
+        );
+    }
+    let e = with_bloom_field(|b| set_u64(b, PAYLOAD_LEN, 64));
+    assert!(
+        matches!(e, LoadError::PayloadLengthMismatch { stored: 64, .. }),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_file_of_one_kind_is_refused_as_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("k.koel");
+    let (a, l) = load_both_as(FilterKind::Bloom, &small_file(16), &path);
+    for e in [err(a), err(l)] {
+        assert!(
+            matches!(
+                e,
+                LoadError::WrongKind {
+                    expected: FilterKind::Bloom,
+                    found: FilterKind::Cuckoo
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the file holds a cuckoo filter, not a bloom filter"
+        );
+    }
+    let (a, l) = load_both(&small_bloom_file(), &path);
+    for e in [err(a), err(l)] {
+        assert!(
+            matches!(
+                e,
+                LoadError::WrongKind {
+                    expected: FilterKind::Cuckoo,
+                    found: FilterKind::Bloom
+                }
+            ),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn an_absurd_bloom_in_a_short_input_is_refused_without_a_big_allocation() {
+    // 2^40 blocks (64 TiB) announced by a consistent header, in 100 bytes.
+    let mut b = small_bloom_file();
+    set_u64(&mut b, BUCKETS, 1 << 40);
+    set_u64(&mut b, PAYLOAD_LEN, 1 << 46);
+    reseal_header(&mut b);
+    b.truncate(100);
+    let (e, peak) = peak_allocation(|| err(BloomFilter::read_from(&b[..])));
+    assert!(
+        matches!(
+            e,
+            LoadError::Truncated {
+                section: "payload",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        peak <= 1 << 20,
+        "read_from allocated {peak} bytes for a 100-byte input"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absurd.koel");
+    std::fs::write(&path, &b).unwrap();
+    let (e, peak) = peak_allocation(|| err(BloomFilter::load(&path)));
+    assert!(
+        matches!(e, LoadError::FileLengthMismatch { actual: 100, .. }),
+        "{e}"
+    );
+    assert!(
+        peak <= 1 << 16,
+        "load allocated {peak} bytes for a 100-byte file"
+    );
+}
+
+#[test]
+fn a_bloom_bit_count_that_disagrees_with_the_payload_is_refused() {
+    let mut b = small_bloom_file();
+    let at = b.len() - 16;
+    let stored = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    set_u64(&mut b, at, stored + 1);
+    reseal_all(&mut b);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, l) = load_both_as(FilterKind::Bloom, &b, &dir.path().join("c.koel"));
+    for e in [err(a), err(l)] {
+        assert!(
+            matches!(e, LoadError::ItemCountMismatch { stored: s, counted: c } if s == c + 1),
+            "{e}"
+        );
+    }
+}
+
 // ---- Intact checksums, impossible content ---------------------------------
 
 /// A payload word of `bits`-layout `file` set to `w`, both checksums
@@ -498,7 +723,7 @@ fn every_error_message_names_its_cause() {
         ),
         (
             with_field(|b| b[TAG_BITS] = 9),
-            "unsupported bucket layout: 9-bit",
+            "unsupported cuckoo bucket layout: 9-bit",
         ),
         (with_field(|b| set_u64(b, M0, 9)), "m0) is 9"),
         (with_field(|b| b[GENERATION] = 99), "generation 99"),
@@ -533,21 +758,31 @@ fn every_error_message_names_its_cause() {
 /// it produced: a file that loads is a canonical, complete file, so no
 /// damage can have slipped through into a different filter.
 fn accepted_only_if_canonical(bytes: &[u8]) -> Result<(), TestCaseError> {
+    let mut again = Vec::new();
     if let Ok(f) = CuckooFilter::read_from(bytes) {
-        let mut again = Vec::new();
         f.write_to(&mut again).unwrap();
-        prop_assert_eq!(&again[..], &bytes[..again.len().min(bytes.len())]);
-        prop_assert_eq!(
-            f.len() as u64,
-            u64::from_le_bytes(again[again.len() - 16..again.len() - 8].try_into().unwrap())
-        );
+    } else if let Ok(f) = BloomFilter::read_from(bytes) {
+        f.write_to(&mut again).unwrap();
+    } else {
+        let _ = koel::inspect(bytes);
+        return Ok(());
     }
+    prop_assert_eq!(&again[..], &bytes[..again.len().min(bytes.len())]);
     let _ = koel::inspect(bytes);
     Ok(())
 }
 
+/// Whether either kind loads `bytes`.
+fn loads_as_any(bytes: &[u8]) -> bool {
+    CuckooFilter::read_from(bytes).is_ok() || BloomFilter::read_from(bytes).is_ok()
+}
+
 fn valid_files() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![Just(small_file(16)), Just(small_file(12))]
+    prop_oneof![
+        Just(small_file(16)),
+        Just(small_file(12)),
+        Just(small_bloom_file())
+    ]
 }
 
 proptest! {
@@ -555,7 +790,7 @@ proptest! {
 
     #[test]
     fn random_bytes_never_load(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
-        prop_assert!(CuckooFilter::read_from(&bytes[..]).is_err());
+        prop_assert!(!loads_as_any(&bytes[..]));
         let _ = koel::inspect(&bytes[..]);
     }
 
@@ -567,7 +802,7 @@ proptest! {
         let mut bytes = b"\x89KOEL\r\n\x1a".to_vec();
         bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&rest);
-        prop_assert!(CuckooFilter::read_from(&bytes[..]).is_err());
+        prop_assert!(!loads_as_any(&bytes[..]));
         let _ = koel::inspect(&bytes[..]);
     }
 
@@ -586,8 +821,7 @@ proptest! {
         if truncate {
             b.truncate(cut.index(b.len()));
         }
-        let loaded = CuckooFilter::read_from(&b[..]);
-        prop_assert_eq!(loaded.is_ok(), b == file, "accepted a changed file, or refused the original");
+        prop_assert_eq!(loads_as_any(&b[..]), b == file, "accepted a changed file, or refused the original");
     }
 
     #[test]

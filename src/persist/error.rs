@@ -74,6 +74,37 @@ pub enum LoadError {
         /// 64-bit words per bucket in the file.
         words_per_bucket: u8,
     },
+    /// Bits per key or words per block are not a Bloom layout this build
+    /// supports.
+    UnsupportedBloomLayout {
+        /// Bits each key sets, in the file.
+        bits_per_key: u8,
+        /// 64-bit words per block, in the file.
+        words_per_block: u8,
+    },
+    /// The Bloom filter was saved by a build that maps keys to bits
+    /// differently: loading it would lose items.
+    UnsupportedBitMapping {
+        /// The file's mapping version.
+        found: u32,
+        /// This build's.
+        supported: u32,
+    },
+    /// A Bloom filter's block count is zero or beyond an address space.
+    InvalidBlockCount {
+        /// The file's block count.
+        blocks: u64,
+    },
+    /// A Bloom filter's sizing capacity is zero or beyond `usize`.
+    InvalidCapacity {
+        /// The file's capacity.
+        capacity: u64,
+    },
+    /// A Bloom filter's target false-positive rate is outside `1e-20..1`.
+    InvalidFalsePositiveRate {
+        /// The file's rate.
+        rate: f64,
+    },
     /// `m0` (buckets per region) is odd or out of range.
     InvalidM0 {
         /// The file's `m0`.
@@ -197,8 +228,32 @@ impl fmt::Display for LoadError {
                 words_per_bucket,
             } => write!(
                 f,
-                "unsupported bucket layout: {tag_bits}-bit tags, {tags_per_bucket} per bucket, \
+                "unsupported cuckoo bucket layout: {tag_bits}-bit tags, {tags_per_bucket} per bucket, \
                  {words_per_bucket} word(s) per bucket (supported: 16 x 4 and 12 x 5 in 1 word)"
+            ),
+            LoadError::UnsupportedBloomLayout {
+                bits_per_key,
+                words_per_block,
+            } => write!(
+                f,
+                "unsupported Bloom layout: {bits_per_key} bits per key, {words_per_block} words \
+                 per block (supported: 8, 16, 24 or 32 bits in 8 words)"
+            ),
+            LoadError::UnsupportedBitMapping { found, supported } => write!(
+                f,
+                "the Bloom filter was saved with key-to-bit mapping {found}, this build uses \
+                 {supported}: loading it would lose items, so it is refused"
+            ),
+            LoadError::InvalidBlockCount { blocks } => write!(
+                f,
+                "Bloom block count {blocks} is impossible (it must be at least 1 and fit in memory)"
+            ),
+            LoadError::InvalidCapacity { capacity } => {
+                write!(f, "Bloom capacity {capacity} is impossible (it must be at least 1)")
+            }
+            LoadError::InvalidFalsePositiveRate { rate } => write!(
+                f,
+                "Bloom target false-positive rate {rate} is outside 1e-20..1"
             ),
             LoadError::InvalidM0 { m0 } => write!(
                 f,

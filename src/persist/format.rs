@@ -1,6 +1,9 @@
 //! The koel file format, version 1: byte layout, header encoding and the
 //! checks every header passes before anything is allocated.
 //!
+//! The table below gives the cuckoo filter's fields; a Bloom filter
+//! (kind 2) uses bytes 16..40 and 64..72 differently, as `bloom.rs` lists.
+//!
 //! Every integer is little-endian. A file is a fixed 80-byte header, the
 //! payload, and a 16-byte trailer:
 //!
@@ -8,7 +11,7 @@
 //! | ---: | ---: | --- | --- |
 //! | 0 | 8 | magic | `89 4B 4F 45 4C 0D 0A 1A` (`\x89KOEL\r\n\x1a`) |
 //! | 8 | 2 | format version | `1` |
-//! | 10 | 1 | filter kind | `1` = cuckoo filter |
+//! | 10 | 1 | filter kind | `1` = cuckoo filter, `2` = Bloom filter (its fields: `bloom.rs`) |
 //! | 11 | 1 | hash algorithm | `1` = `ahash` 0.8 `RandomState::with_seeds`, its four keys drawn from SplitMix64 of the seed, fed through `std::hash::Hash` |
 //! | 12 | 4 | flags | `0`; a file with any bit set is refused (reserved for growth-policy options) |
 //! | 16 | 1 | tag bits | `16` or `12` |
@@ -77,6 +80,8 @@ pub(crate) const PROBE_INPUT: (&str, u64) = ("koel hash probe", 0x6b6f_656c_7072
 pub(crate) const HASH_AHASH_V1: u8 = 1;
 /// Kind byte of a cuckoo filter.
 pub(crate) const KIND_CUCKOO: u8 = 1;
+/// Kind byte of a Bloom filter.
+pub(crate) const KIND_BLOOM: u8 = 2;
 
 /// Byte offsets of the header fields, as in the table above.
 pub(crate) mod offset {
@@ -218,6 +223,7 @@ impl Header {
     pub(crate) fn kind(&self) -> Result<FilterKind, LoadError> {
         match self.kind {
             KIND_CUCKOO => Ok(FilterKind::Cuckoo),
+            KIND_BLOOM => Ok(FilterKind::Bloom),
             other => Err(LoadError::UnknownKind(other)),
         }
     }

@@ -1,5 +1,6 @@
 //! What a saved file holds, without building a filter from it.
 
+use super::bloom::{self, BitCount};
 use super::cuckoo::{self, WordCheck};
 use super::error::LoadError;
 use super::format::{read_full, Header, FORMAT_VERSION, TRAILER_LEN};
@@ -33,23 +34,32 @@ pub enum ChecksumStatus {
 
 /// The header of a saved filter and the state of its payload, from
 /// [`inspect`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct FileInfo {
     /// Which kind of filter the file holds.
     pub kind: FilterKind,
     /// The file's format version.
     pub format_version: u16,
-    /// Bits per tag (cuckoo filter).
+    /// Bits per tag (cuckoo filter; 0 for a Bloom filter).
     pub fingerprint_bits: u32,
-    /// Tags per bucket (cuckoo filter).
+    /// Tags per bucket (cuckoo filter; 0 for a Bloom filter).
     pub tags_per_bucket: u32,
-    /// Buckets per region.
+    /// Buckets per region (cuckoo filter; 0 for a Bloom filter).
     pub m0: u64,
-    /// Growth generation: the table has `m0 << generation` buckets.
+    /// Growth generation: the table has `m0 << generation` buckets
+    /// (cuckoo filter; 0 for a Bloom filter).
     pub generation: u32,
-    /// Buckets in the table.
+    /// Buckets in the table (cuckoo filter), or 64-byte blocks (Bloom).
     pub buckets: u64,
+    /// Bits each key sets (Bloom filter; 0 for a cuckoo filter).
+    pub bits_per_key: u32,
+    /// The capacity a Bloom filter was sized for (`None` for a cuckoo
+    /// filter).
+    pub sized_capacity: Option<u64>,
+    /// The false-positive rate a Bloom filter was sized for (`None` for a
+    /// cuckoo filter).
+    pub target_false_positive_rate: Option<f64>,
     /// The hash seed.
     pub seed: u64,
     /// Payload bytes.
@@ -58,11 +68,10 @@ pub struct FileInfo {
     /// hash probe matches). If not, [`CuckooFilter::load`](crate::CuckooFilter::load)
     /// refuses the file.
     pub hash_probe_matches: bool,
-    /// The item count stored in the file (occupied tag slots), if the input
-    /// reached it.
+    /// The count stored in the file's trailer, if the input reached it:
+    /// occupied tag slots (cuckoo filter) or set bits (Bloom filter).
     pub item_count: Option<u64>,
-    /// Occupied tag slots counted in the payload, if the input held all
-    /// of it.
+    /// The same counted in the payload, if the input held all of it.
     pub counted_items: Option<u64>,
     /// Whether the payload is intact.
     pub checksum: ChecksumStatus,
@@ -97,17 +106,19 @@ pub struct FileInfo {
 pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
     let header = stream::read_header(&mut reader)?;
     let h = Header::decode(&header)?;
-    let shape = cuckoo::shape(&h)?;
     let mut info = FileInfo {
-        kind: FilterKind::Cuckoo,
+        kind: h.kind()?,
         format_version: FORMAT_VERSION,
-        fingerprint_bits: shape.layout.tag_bits(),
-        tags_per_bucket: shape.layout.lanes(),
-        m0: shape.m0,
-        generation: shape.generation,
+        fingerprint_bits: 0,
+        tags_per_bucket: 0,
+        m0: 0,
+        generation: 0,
         buckets: h.buckets,
+        bits_per_key: 0,
+        sized_capacity: None,
+        target_false_positive_rate: None,
         seed: h.seed,
-        payload_bytes: shape.payload_len,
+        payload_bytes: h.payload_len,
         hash_probe_matches: saved::check_probe(&h).is_ok(),
         item_count: None,
         counted_items: None,
@@ -116,11 +127,38 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
             found: header.len() as u64,
         },
     };
+    match info.kind {
+        FilterKind::Cuckoo => {
+            let shape = cuckoo::shape(&h)?;
+            info.fingerprint_bits = shape.layout.tag_bits();
+            info.tags_per_bucket = shape.layout.lanes();
+            info.m0 = shape.m0;
+            info.generation = shape.generation;
+            stream_payload(reader, &header, WordCheck::new(shape.layout), info)
+        }
+        FilterKind::Bloom => {
+            let shape = bloom::shape(&h)?;
+            info.bits_per_key = shape.parts.hashes;
+            info.sized_capacity = Some(shape.parts.capacity);
+            info.target_false_positive_rate = Some(shape.parts.target_fpr);
+            stream_payload(reader, &header, BitCount::default(), info)
+        }
+    }
+}
+
+/// Streams the payload and trailer of a file whose header is `header`
+/// (already checked) through the checksum and `check`, filling in the
+/// payload half of `info`.
+fn stream_payload(
+    mut reader: impl Read,
+    header: &[u8],
+    mut check: impl PayloadCheck,
+    mut info: FileInfo,
+) -> Result<FileInfo, LoadError> {
     let mut sum = Xxh3::new();
-    sum.update(&header);
-    let mut check = WordCheck::new(shape.layout);
+    sum.update(header);
     let mut buf = vec![0u8; CHUNK];
-    let mut left = shape.payload_len;
+    let mut left = info.payload_bytes;
     while left > 0 {
         let want = CHUNK.min(usize::try_from(left).unwrap_or(CHUNK));
         let got = read_full(&mut reader, &mut buf[..want])?;

@@ -24,6 +24,7 @@
 //! write and load steps every kind shares), `cuckoo` (the cuckoo filter's
 //! header checks, payload check and API), `file` (atomic replace), `inspect`.
 
+mod bloom;
 mod cuckoo;
 mod error;
 mod file;
