@@ -18,6 +18,8 @@
 //! | `read_from_file` | `CuckooFilter::read_from(File)`: buffers the payload as it arrives, then copies |
 //! | `inspect` | `koel::inspect(File)`: header and checksum, no filter |
 //! | `save_synced` | `save(path)`: temp file, write, fsync, rename, fsync dir (disk speed) |
+//! | `bloom_write_to_file` | a `BloomFilter` of about the same size, `write_to` a `File` |
+//! | `bloom_load` | `BloomFilter::load(path)` |
 //!
 //! The filter holds 4M keys, a few in every 4 KiB page, so no page of the
 //! table is the kernel's shared zero page (reading those would flatter the
@@ -27,7 +29,7 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use koel::CuckooFilter;
+use koel::{BloomFilter, CuckooFilter};
 use std::fs::File;
 use std::hint::black_box;
 
@@ -99,6 +101,40 @@ fn persist(c: &mut Criterion) {
 
     let back = CuckooFilter::load(&path).unwrap();
     assert_eq!(back.len(), f.len(), "the bench's file loads back whole");
+    drop((back, f));
+
+    // A Bloom filter of about the same size (16 bits per item at 1e-3).
+    let bloom = BloomFilter::builder()
+        .capacity((mib << 20) / 2)
+        .false_positive_rate(1e-3)
+        .seed(2)
+        .build()
+        .expect("the bench needs a Bloom filter of KOEL_PERSIST_BENCH_MIB MiB");
+    let batch: Vec<u64> = (0..keys).collect();
+    bloom.insert_many(&batch);
+    drop(batch);
+    let path = dir.path().join("bench.bloom");
+    bloom.save(&path).unwrap();
+    let file_len = std::fs::metadata(&path).unwrap().len();
+    eprintln!(
+        "persist bench: Bloom filter of {} MiB, file {} bytes",
+        bloom.memory_usage() >> 20,
+        file_len
+    );
+    let mut g = c.benchmark_group(format!("persist/{mib}MiB"));
+    g.throughput(Throughput::Bytes(file_len));
+    g.sample_size(10);
+    g.bench_function("bloom_write_to_file", |b| {
+        b.iter_batched(
+            || File::create(&path).unwrap(),
+            |file| bloom.write_to(file).unwrap(),
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("bloom_load", |b| {
+        b.iter_with_large_drop(|| BloomFilter::load(&path).unwrap())
+    });
+    g.finish();
 }
 
 criterion_group!(benches, persist);

@@ -635,6 +635,26 @@ fn a_bloom_bit_count_that_disagrees_with_the_payload_is_refused() {
     }
 }
 
+/// Found by `cargo fuzz` (read_from_resealed): `inspect` computed the
+/// announced file length from an unchecked payload length, which overflowed.
+#[test]
+fn all_ones_header_fields_are_refused_without_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ones.koel");
+    for (kind, mut b) in small_files() {
+        b[FLAGS..HEADER_CHECKSUM].fill(0xFF);
+        b[FLAGS..FLAGS + 4].fill(0);
+        reseal_header(&mut b);
+        let (a, l) = load_both_as(kind, &b, &path);
+        let (a, l) = (err(a), err(l));
+        assert_eq!(a.to_string(), l.to_string());
+        assert!(koel::inspect(&b[..]).is_err());
+        for cut in [HEADER, HEADER + 8, b.len() - 1] {
+            assert!(koel::inspect(&b[..cut]).is_err());
+        }
+    }
+}
+
 // ---- Intact checksums, impossible content ---------------------------------
 
 /// A payload word of `bits`-layout `file` set to `w`, both checksums

@@ -229,10 +229,11 @@ impl Header {
     }
 
     /// Total file length this header announces: header, payload, trailer.
-    /// Only meaningful once the payload length has been validated (it is
-    /// then far below `u64::MAX`).
+    /// Saturates, so an unchecked absurd payload length cannot overflow
+    /// (once validated, the payload length is far below `u64::MAX`).
     pub(crate) fn file_len(&self) -> u64 {
-        (HEADER_LEN + TRAILER_LEN) as u64 + self.payload_len
+        self.payload_len
+            .saturating_add((HEADER_LEN + TRAILER_LEN) as u64)
     }
 }
 
