@@ -146,6 +146,8 @@ mod cuckoo;
 mod error;
 mod filter;
 mod hash;
+#[cfg(not(loom))]
+mod persist;
 mod raw;
 mod sync;
 
@@ -164,6 +166,8 @@ pub use error::{AdviseError, BuildError, InsertError, UnionError};
 #[cfg(all(feature = "rayon", not(loom)))]
 pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
+#[cfg(not(loom))]
+pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
 
 // The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]
