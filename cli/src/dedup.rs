@@ -1,0 +1,223 @@
+//! `koel dedup`: writes each record the first time its key is seen, in
+//! input order, on N threads sharing one cuckoo filter.
+
+mod engine;
+mod input;
+
+pub use engine::{run, KeySpec, Options, Totals};
+pub use input::Inputs;
+
+use crate::filters::{self, CliFilter};
+use crate::{human, parse, progress, Outcome};
+use anyhow::Context;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+const EXAMPLES: &str = "\
+Examples:
+  koel dedup events.log > unique.log                 # whole line is the key
+  koel dedup --field 2 --delimiter , orders.csv -o unique.csv
+  cat a.log b.log | koel dedup --threads 4 --expected 50M > unique.log
+  koel dedup --state seen.koel today.log > new-today.log  # continues across runs
+
+The key is the whole line, or field K (1-based) split on the delimiter
+(default: tab); records without field K are passed through. A record is
+dropped only if the filter says its key was seen: a false positive (about
+1 in 8,000 new keys at full load with 16-bit tags) drops a new record, and
+the summary estimates how many. Records without a trailing newline get one.
+
+Exit status: 0 on success, 2 on an error (missing file, full filter,
+unwritable output).";
+
+/// Default filter size when the input size is unknown (stdin, pipes).
+pub const DEFAULT_EXPECTED: u64 = 10_000_000;
+
+/// Options of `koel dedup`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// Input files, read in order ("-" is stdin) [default: stdin].
+    pub files: Vec<PathBuf>,
+    /// Worker threads [default: the number of cores].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// Distinct records expected; sizes the filter [default: estimated from
+    /// the input files' sizes, or 10M for stdin].
+    #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
+    pub expected: Option<u64>,
+    /// Target false-positive rate: 1.2e-4 or more uses 16-bit tags, 2.5e-3
+    /// or more 12-bit tags [default: 16-bit tags].
+    #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
+    pub fpr: Option<f64>,
+    /// The key is this field (1-based) instead of the whole line.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub field: Option<u32>,
+    /// Field delimiter for --field: one byte, or "tab".
+    #[arg(long, default_value = "tab", value_parser = parse_delimiter)]
+    pub delimiter: u8,
+    /// Writes the records here instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Hash seed (default: random).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Loads the filter from FILE if it exists and saves it there at the
+    /// end (atomically), so that dedup continues across runs.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Bytes per chunk of input (bounded memory: a few chunks per thread).
+    #[arg(long, default_value = "1M", value_parser = parse::count, hide = true)]
+    pub chunk_bytes: u64,
+}
+
+/// `--delimiter`: one byte, or `tab`.
+///
+/// # Errors
+///
+/// Anything longer, empty, or a newline.
+pub fn parse_delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "tab" | "\\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.as_bytes()[0] != b'\n' => Ok(s.as_bytes()[0]),
+        _ => Err(format!(
+            "{s:?} is not a one-byte delimiter (e.g. , or ; or tab)"
+        )),
+    }
+}
+
+/// Runs `koel dedup`.
+///
+/// # Errors
+///
+/// Missing or unreadable input, unwritable output, a filter that cannot be
+/// built or fills up.
+pub fn main(args: Args) -> anyhow::Result<Outcome> {
+    let threads = crate::threads(args.threads);
+    let mut inputs = Inputs::open(&args.files)?;
+    let expected = match args.expected {
+        Some(n) => n,
+        None => inputs.estimate_records()?.unwrap_or(DEFAULT_EXPECTED),
+    };
+    let bits = args.fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
+    let filter = match &args.state {
+        Some(path) if path.exists() => crate::build::load(path)?,
+        Some(path) => {
+            // Fail now, not after the whole input.
+            crate::check_writable(path)?;
+            filters::build_cuckoo(expected, bits, args.seed)?
+        }
+        None => filters::build_cuckoo(expected, bits, args.seed)?,
+    };
+
+    let mut output: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(BufWriter::with_capacity(
+            1 << 20,
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout())),
+    };
+    let chunk_bytes = usize::try_from(args.chunk_bytes)
+        .ok()
+        .filter(|&c| c <= 1 << 30)
+        .context("--chunk-bytes must be at most 1G")?;
+    let options = Options {
+        threads,
+        key: KeySpec {
+            field: args.field.map(|f| f as usize),
+            delimiter: args.delimiter,
+        },
+        chunk_bytes,
+    };
+    let bar = progress::bar(
+        inputs.total_bytes(),
+        "{spinner} dedup [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+    );
+    let fpr_before = filter.false_positive_rate();
+    let start = Instant::now();
+    let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
+    bar.finish_and_clear();
+    let totals = match result {
+        Ok(t) => t,
+        Err(e) if is_broken_pipe(&e) => return Ok(Outcome::Success),
+        Err(e) => return Err(e),
+    };
+    let secs = start.elapsed().as_secs_f64();
+    if let Some(path) = &args.state {
+        filter
+            .save(path)
+            .with_context(|| format!("cannot save --state {}", path.display()))?;
+    }
+    summary(&filter, &totals, secs, threads, fpr_before);
+    Ok(Outcome::Success)
+}
+
+/// A reader of our output went away (`koel dedup ... | head`): not an
+/// error worth a message.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The summary on stderr.
+fn summary(filter: &dyn CliFilter, t: &Totals, secs: f64, threads: usize, fpr_before: f64) {
+    let snap = filter.snapshot();
+    let dropped = t.records_in - t.records_out;
+    // Each new key was wrongly taken for a duplicate with the FPR of the
+    // moment; the FPR grows about linearly with the load.
+    let fp_drops = t.new_keys as f64 * (fpr_before + snap.false_positive_rate) / 2.0;
+    let mut s = format!(
+        "koel dedup: {} records in ({}), {} out, {} duplicates dropped\n",
+        human::count(t.records_in),
+        human::bytes(t.bytes_in),
+        human::count(t.records_out),
+        human::count(dropped),
+    );
+    s += &format!(
+        "  {:.2} s: {:.0} MB/s, {}records/s on {threads} threads\n",
+        secs,
+        t.bytes_in as f64 / secs.max(1e-9) / 1e6,
+        human::rate(t.records_in as f64 / secs.max(1e-9)),
+    );
+    s += &format!("  filter: {}", filter.describe());
+    if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
+        s += &format!(
+            ", load {:.1}% of {} slots",
+            load * 100.0,
+            human::count(slots as u64)
+        );
+    }
+    s += &format!(
+        ", {}, growth events {}\n",
+        human::bytes(snap.memory_bytes as u64),
+        snap.generation
+    );
+    s += &format!(
+        "  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {:.1e})\n",
+        snap.false_positive_rate
+    );
+    if t.missing_field > 0 {
+        s += &format!(
+            "  {} records without the key field passed through\n",
+            human::count(t.missing_field)
+        );
+    }
+    eprint!("{s}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delimiters() {
+        assert_eq!(parse_delimiter("tab"), Ok(b'\t'));
+        assert_eq!(parse_delimiter(","), Ok(b','));
+        assert!(parse_delimiter(",,").is_err());
+        assert!(parse_delimiter("").is_err());
+        assert!(parse_delimiter("\n").is_err());
+    }
+}

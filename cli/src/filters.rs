@@ -1,0 +1,322 @@
+//! The filters the commands run on: koel's kinds behind one trait, plus a
+//! deliberately broken test double that proves the stress checker can fail.
+
+use koel::{BloomFilter, CuckooFilter, Filter, InsertError};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the commands report about a filter at one moment. Fields a kind
+/// does not track are `None`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Snapshot {
+    /// Items stored.
+    pub len: usize,
+    /// Tag slots (cuckoo) or `None`.
+    pub slots: Option<usize>,
+    /// `len / slots`, or `None`.
+    pub load_factor: Option<f64>,
+    /// Heap bytes of the table.
+    pub memory_bytes: usize,
+    /// Expected false-positive rate at this fill.
+    pub false_positive_rate: f64,
+    /// Times the table has doubled.
+    pub generation: u32,
+    /// Tags moved by displacement (cuckoo).
+    pub displacements: Option<u64>,
+    /// Inserts that found a full table (each starts a doubling, or fails
+    /// if growth is refused).
+    pub insert_failures: Option<u64>,
+    /// Doublings refused (FPR or memory bound).
+    pub growth_refusals: Option<u64>,
+}
+
+/// A [`Filter`] as the commands use it: everything the trait offers, a
+/// statistics snapshot, and a batch dedup insert. The defaults work for
+/// any `Filter` (a test double needs nothing more); koel's own kinds
+/// override them with their richer inherent APIs.
+pub trait CliFilter: Filter {
+    /// Sizes and counters now.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            len: self.len(),
+            memory_bytes: self.memory_usage(),
+            false_positive_rate: self.false_positive_rate(),
+            ..Snapshot::default()
+        }
+    }
+
+    /// `out[i] = insert_unique(keys[i])`, in order; a key repeated within
+    /// `keys` is inserted once.
+    ///
+    /// # Errors
+    ///
+    /// The first insert that failed; `out` is filled up to it.
+    fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
+        for (key, new) in keys.iter().zip(out.iter_mut()) {
+            *new = self.insert_unique_hash(self.hash_bytes(key))?;
+        }
+        Ok(())
+    }
+
+    /// A one-line description: kind and layout.
+    fn describe(&self) -> String {
+        self.kind().name().to_string()
+    }
+
+    /// Times the table has doubled (cheap: no table scan).
+    fn generation(&self) -> u32 {
+        0
+    }
+}
+
+impl CliFilter for CuckooFilter {
+    fn snapshot(&self) -> Snapshot {
+        let s = self.stats();
+        Snapshot {
+            len: s.len,
+            slots: Some(s.capacity),
+            load_factor: Some(s.load_factor),
+            memory_bytes: s.memory_bytes,
+            false_positive_rate: s.false_positive_rate,
+            generation: s.generation,
+            displacements: Some(s.displacements),
+            insert_failures: Some(s.insert_failures),
+            growth_refusals: Some(s.growth_refusals),
+        }
+    }
+
+    fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
+        // `&[u8]` hashes exactly like `[u8]`, so this is `hash_bytes`'s
+        // hash, with one pin and prefetching for the whole batch.
+        self.insert_unique_many(keys, out).map_err(|e| e.error)
+    }
+
+    fn generation(&self) -> u32 {
+        CuckooFilter::generation(self)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "cuckoo, {}-bit tags x {} per bucket",
+            self.fingerprint_bits(),
+            self.tags_per_bucket()
+        )
+    }
+}
+
+impl CliFilter for BloomFilter {
+    fn describe(&self) -> String {
+        format!(
+            "bloom, {} bits set per key in one of {} 64-byte blocks",
+            self.hashes(),
+            self.blocks()
+        )
+    }
+}
+
+/// A broken filter for testing the testers: a [`CuckooFilter`] that
+/// silently drops every `drop_every`-th insert (reports success, stores
+/// nothing), i.e. a filter with false negatives. `koel stress` must catch
+/// it and exit non-zero.
+pub struct LossyFilter {
+    inner: CuckooFilter,
+    drop_every: u64,
+    inserts: AtomicU64,
+}
+
+impl LossyFilter {
+    /// Wraps `inner`, losing one insert in `drop_every` (at least 1).
+    pub fn new(inner: CuckooFilter, drop_every: u64) -> Self {
+        LossyFilter {
+            inner,
+            drop_every: drop_every.max(1),
+            inserts: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this insert is one to lose.
+    fn lose(&self) -> bool {
+        // Relaxed: a plain counter; which insert is lost does not matter.
+        (self.inserts.fetch_add(1, Ordering::Relaxed) + 1) % self.drop_every == 0
+    }
+}
+
+impl Filter for LossyFilter {
+    fn kind(&self) -> koel::FilterKind {
+        self.inner.kind()
+    }
+    fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        Filter::hash_bytes(&self.inner, bytes)
+    }
+    fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
+        if self.lose() {
+            return Ok(());
+        }
+        Filter::insert_hash(&self.inner, hash)
+    }
+    fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
+        if self.lose() {
+            return Ok(!Filter::contains_hash(&self.inner, hash));
+        }
+        Filter::insert_unique_hash(&self.inner, hash)
+    }
+    fn contains_hash(&self, hash: u64) -> bool {
+        Filter::contains_hash(&self.inner, hash)
+    }
+    fn remove_hash(&self, hash: u64) -> Option<bool> {
+        Filter::remove_hash(&self.inner, hash)
+    }
+    fn len(&self) -> usize {
+        Filter::len(&self.inner)
+    }
+    fn memory_usage(&self) -> usize {
+        Filter::memory_usage(&self.inner)
+    }
+    fn false_positive_rate(&self) -> f64 {
+        Filter::false_positive_rate(&self.inner)
+    }
+    fn clear(&self) {
+        Filter::clear(&self.inner)
+    }
+}
+
+impl CliFilter for LossyFilter {
+    fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot()
+    }
+    fn generation(&self) -> u32 {
+        self.inner.generation()
+    }
+    fn describe(&self) -> String {
+        format!(
+            "lossy test double (drops 1 insert in {}) over {}",
+            self.drop_every,
+            self.inner.describe()
+        )
+    }
+}
+
+/// The kind of filter to build, from `--kind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum KindArg {
+    /// The concurrent cuckoo filter (insert, remove, count).
+    Cuckoo,
+    /// The concurrent blocked Bloom filter (insert only; no remove).
+    Bloom,
+    /// A cuckoo filter that drops 1 insert in 1000: for testing the checker.
+    #[value(hide = true)]
+    LossyTestDouble,
+}
+
+/// Fingerprint bits for a target false-positive rate: 16 (FPR ~1.2e-4 at
+/// full load) unless 12 bits (~2.4e-3) is good enough.
+///
+/// # Errors
+///
+/// If `fpr` is not in (0, 1) or is below what a cuckoo filter reaches.
+pub fn fingerprint_bits_for(fpr: f64) -> anyhow::Result<u32> {
+    if !(fpr > 0.0 && fpr < 1.0) {
+        anyhow::bail!("--fpr must be between 0 and 1 (exclusive), got {fpr}");
+    }
+    if fpr >= 2.5e-3 {
+        Ok(12)
+    } else if fpr >= 1.2e-4 {
+        Ok(16)
+    } else {
+        anyhow::bail!(
+            "--fpr {fpr:e} is below what a cuckoo filter reaches (1.2e-4 with 16-bit tags at full load)"
+        )
+    }
+}
+
+/// A cuckoo filter for `capacity` items (it doubles if more arrive).
+///
+/// # Errors
+///
+/// A build error (zero or absurd capacity, allocation refused) as one line.
+pub fn build_cuckoo(
+    capacity: u64,
+    fingerprint_bits: u32,
+    seed: Option<u64>,
+) -> anyhow::Result<CuckooFilter> {
+    let items = usize::try_from(capacity)
+        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
+    let mut builder = CuckooFilter::builder()
+        .capacity(items)
+        .fingerprint_bits(fingerprint_bits);
+    if let Some(seed) = seed {
+        builder = builder.seed(seed);
+    }
+    builder
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))
+}
+
+/// The Bloom filter rate matching a cuckoo layout's: what the cuckoo
+/// filter reaches at full load with `fingerprint_bits`-bit tags.
+fn bloom_fpr(fingerprint_bits: u32) -> f64 {
+    if fingerprint_bits == 12 {
+        2.4e-3
+    } else {
+        1.2e-4
+    }
+}
+
+/// Builds the filter `kind` for `capacity` items (a Bloom filter at the
+/// rate of the cuckoo layout `fingerprint_bits`).
+///
+/// # Errors
+///
+/// A build error (zero or absurd capacity, allocation refused) as one line.
+pub fn build(
+    kind: KindArg,
+    capacity: usize,
+    fingerprint_bits: u32,
+    seed: Option<u64>,
+) -> anyhow::Result<Box<dyn CliFilter>> {
+    if kind == KindArg::Bloom {
+        let mut builder = BloomFilter::builder()
+            .capacity(capacity)
+            .false_positive_rate(bloom_fpr(fingerprint_bits));
+        if let Some(seed) = seed {
+            builder = builder.seed(seed);
+        }
+        let bloom = builder.build().map_err(|e| {
+            anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}")
+        })?;
+        return Ok(Box::new(bloom));
+    }
+    let cuckoo = build_cuckoo(capacity as u64, fingerprint_bits, seed)?;
+    Ok(match kind {
+        KindArg::Bloom => unreachable!("built above"),
+        KindArg::Cuckoo => Box::new(cuckoo),
+        KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo, 1000)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lossy_double_loses_inserts() {
+        let f = LossyFilter::new(CuckooFilter::with_capacity(10_000), 10);
+        for k in 0..1000u64 {
+            f.insert_hash(f.hash_bytes(&k.to_le_bytes())).unwrap();
+        }
+        let found = (0..1000u64)
+            .filter(|k| f.contains_hash(f.hash_bytes(&k.to_le_bytes())))
+            .count();
+        assert!(found < 1000, "the double must lose some inserts");
+        assert!(found >= 890, "and keep the others: found {found}");
+    }
+
+    #[test]
+    fn fpr_picks_the_layout() {
+        assert_eq!(fingerprint_bits_for(0.01).unwrap(), 12);
+        assert_eq!(fingerprint_bits_for(1e-3).unwrap(), 16);
+        assert!(fingerprint_bits_for(1e-6).is_err());
+        assert!(fingerprint_bits_for(0.0).is_err());
+        assert!(fingerprint_bits_for(1.5).is_err());
+        assert!(fingerprint_bits_for(f64::NAN).is_err());
+    }
+}

@@ -1,0 +1,103 @@
+//! `koel`: concurrent approximate set membership from the command line.
+
+use clap::{Parser, Subcommand};
+use koel_cli::{advise, build, dedup, info, query, stress, verify, EXIT_ERROR};
+use std::process::ExitCode;
+
+const EXAMPLES: &str = "\
+Examples:
+  koel stress                         # 10-second concurrency stress test with a correctness check
+  koel dedup events.log > unique.log  # drop repeated records, keep input order
+  koel advise --items 10M --fpr 1e-3 --deletes   # which filter, how big
+  koel build --input keys.txt --output keys.koel && koel query keys.koel some-key
+  koel help stress                    # the options of one command
+
+Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
+
+/// Concurrent approximate set membership (cuckoo filter) from the command line.
+#[derive(Parser, Debug)]
+#[command(name = "koel", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Runs an operation mix on N threads against one shared filter, checks
+    /// for false negatives, reports throughput and latency percentiles.
+    Stress(stress::Args),
+    /// Writes each record the first time its key is seen, in input order,
+    /// on N threads sharing one cuckoo filter.
+    Dedup(dedup::Args),
+    /// Builds a filter file from a list of keys.
+    Build(build::Args),
+    /// Looks keys up in a filter file: maybe (present) or absent.
+    Query(query::Args),
+    /// Shows what a filter file holds: header, items, load, memory, FPR.
+    Info(info::Args),
+    /// Checks a filter file's checksum and invariants.
+    Verify(verify::Args),
+    /// Recommends a filter (kind, size, layout) for a set's requirements.
+    Advise(advise::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    let result = match cli.command {
+        Command::Stress(args) => stress::main(args),
+        Command::Dedup(args) => dedup::main(args),
+        Command::Build(args) => build::main(args),
+        Command::Query(args) => query::main(args),
+        Command::Info(args) => info::main(args),
+        Command::Verify(args) => verify::main(args),
+        Command::Advise(args) => advise::main(args),
+    };
+    match result {
+        Ok(outcome) => ExitCode::from(outcome.code()),
+        Err(e) => {
+            // `{:#}` prints the whole context chain on one line.
+            eprintln!("koel: error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Help and version go to stdout as usual; a usage error becomes one line on
+/// stderr (clap's first line, which names the flag and the problem).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
+        }
+        _ => {
+            eprintln!(
+                "koel: error: {} (see koel --help)",
+                one_line(&e.to_string())
+            );
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Clap's message on one line: its first line, plus the indented list that
+/// follows a line ending in ':' (e.g. the missing required arguments).
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut out = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if out.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .collect();
+        out = format!("{} {}", out, listed.join(", "));
+    }
+    out
+}

@@ -1,0 +1,212 @@
+//! The results of a stress run, as text or JSON.
+
+use super::check::CheckReport;
+use crate::filters::Snapshot;
+use crate::human;
+use crate::latency::LatencySummary;
+use std::fmt::Write as _;
+
+/// Everything a stress run measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StressReport {
+    /// The filter, described.
+    pub filter: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Distinct keys.
+    pub items: u64,
+    /// Filter capacity asked for.
+    pub capacity: u64,
+    /// Key distribution.
+    pub keys: String,
+    /// Operation weights.
+    pub mix: String,
+    /// Seed of the key streams (rerun with `--seed` to repeat them).
+    pub seed: u64,
+    /// Keys inserted before the timed run.
+    pub prefilled: u64,
+    /// Seconds the prefill took.
+    pub prefill_secs: f64,
+    /// Table generation when the timed run started (after the prefill).
+    pub start_generation: u32,
+    /// Seconds of the timed run.
+    pub duration_secs: f64,
+    /// Filter operations in the timed run.
+    pub ops: u64,
+    /// `ops / duration_secs`.
+    pub ops_per_sec: f64,
+    /// Count and rate per operation.
+    pub per_op: Vec<OpReport>,
+    /// One operation in this many was timed.
+    pub latency_sample_every: u64,
+    /// Latency percentiles per operation.
+    pub latency: Vec<LatencySummary>,
+    /// The filter after the run.
+    pub snapshot: Snapshot,
+    /// Table doublings seen during the run.
+    pub growth_events: Vec<GrowthEvent>,
+    /// Throughput (and load, where sampled) every 100 ms.
+    pub timeline: Vec<TimelinePoint>,
+    /// The ground-truth check.
+    pub check: CheckReport,
+}
+
+/// Count and rate of one operation.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OpReport {
+    /// `read`, `insert` or `remove`.
+    pub op: String,
+    /// Operations done.
+    pub count: u64,
+    /// Per second.
+    pub per_sec: f64,
+}
+
+/// A table doubling, as seen by the sampler.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GrowthEvent {
+    /// Seconds into the run (within 100 ms of the event).
+    pub t_secs: f64,
+    /// The new generation.
+    pub generation: u32,
+    /// Items in the filter then.
+    pub len: u64,
+}
+
+/// Throughput over one sampling interval.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TimelinePoint {
+    /// Seconds into the run at the end of the interval.
+    pub t_secs: f64,
+    /// Operations per second over the interval.
+    pub ops_per_sec: f64,
+    /// Load factor, on the ticks where it was sampled.
+    pub load_factor: Option<f64>,
+}
+
+impl StressReport {
+    /// The human-readable report.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = self.write_text(&mut s);
+        s
+    }
+
+    fn write_text(&self, s: &mut String) -> std::fmt::Result {
+        writeln!(
+            s,
+            "koel stress: {}; {} threads; {} keys ({}); mix {}",
+            self.filter,
+            self.threads,
+            human::count(self.items),
+            self.keys,
+            self.mix
+        )?;
+        write!(
+            s,
+            "prefill      {} keys in {:.2} s",
+            human::count(self.prefilled),
+            self.prefill_secs
+        )?;
+        if self.start_generation > 0 {
+            write!(s, " (the table doubled {} times)", self.start_generation)?;
+        }
+        writeln!(s)?;
+        writeln!(
+            s,
+            "throughput   {} ops in {:.2} s: {}ops/s",
+            human::count(self.ops),
+            self.duration_secs,
+            human::rate(self.ops_per_sec)
+        )?;
+        for op in &self.per_op {
+            writeln!(
+                s,
+                "  {:<10} {:>14} {:>10}ops/s",
+                op.op,
+                human::count(op.count),
+                human::rate(op.per_sec)
+            )?;
+        }
+        write!(s, "latency     ")?;
+        for (name, _) in crate::latency::PERCENTILES {
+            write!(s, " {name:>9}")?;
+        }
+        writeln!(
+            s,
+            " {:>9}   (1 op in {} timed)",
+            "max", self.latency_sample_every
+        )?;
+        for l in &self.latency {
+            write!(s, "  {:<10}", l.op)?;
+            for (_, v) in &l.percentiles_ns {
+                write!(s, " {:>9}", human::nanos(*v))?;
+            }
+            writeln!(s, " {:>9}", human::nanos(l.max_ns))?;
+        }
+        let snap = &self.snapshot;
+        write!(s, "filter       {} items", human::count(snap.len as u64))?;
+        if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
+            write!(
+                s,
+                ", load {:.1}% of {} slots",
+                load * 100.0,
+                human::count(slots as u64)
+            )?;
+        }
+        writeln!(s, ", {}", human::bytes(snap.memory_bytes as u64))?;
+        write!(
+            s,
+            "             generation {}, growth events {}",
+            snap.generation,
+            self.growth_events.len()
+        )?;
+        if let Some(d) = snap.displacements {
+            write!(s, ", displacements {}", human::count(d))?;
+        }
+        writeln!(
+            s,
+            ", inserts refused {}",
+            human::count(self.check.inserts_refused_full)
+        )?;
+        for g in &self.growth_events {
+            writeln!(
+                s,
+                "             grew to generation {} at {:.1} s ({} items)",
+                g.generation,
+                g.t_secs,
+                human::count(g.len)
+            )?;
+        }
+        let c = &self.check;
+        write!(s, "fpr          expected {:.1e}", snap.false_positive_rate)?;
+        match c.measured_fpr() {
+            Some(m) => writeln!(
+                s,
+                ", measured {:.1e} ({} of {} never-inserted keys)",
+                m,
+                human::count(c.fpr_probe_hits),
+                human::count(c.fpr_probes)
+            )?,
+            None => writeln!(s, ", not measured")?,
+        }
+        let verdict = if c.false_negatives() == 0 {
+            "OK: 0 false negatives".to_string()
+        } else {
+            format!(
+                "FAILED: {} false negatives ({} in reads, {} in inserts/removes, {} in the final sweep)",
+                human::count(c.false_negatives()),
+                human::count(c.live_false_negatives),
+                human::count(c.write_false_negatives),
+                human::count(c.final_false_negatives)
+            )
+        };
+        writeln!(
+            s,
+            "check        {verdict}; {} reads of present keys checked, {} present keys swept at the end",
+            human::count(c.checked_reads),
+            human::count(c.final_present_keys)
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,38 @@
+//! Helpers shared by the end-to-end tests.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+
+/// The `koel` binary of this build.
+pub fn koel() -> Command {
+    Command::cargo_bin("koel").expect("the koel binary is built for tests")
+}
+
+/// Runs `koel args` and asserts it failed the way bad input must: exit
+/// status 2, exactly one line on stderr starting with `koel: error:` and
+/// containing `needle`, and no panic.
+pub fn assert_one_line_error(args: &[&str], needle: &str) {
+    let out = koel().args(args).output().expect("koel runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "koel {args:?}: exit {:?}, stderr {stderr}",
+        out.status.code()
+    );
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "koel {args:?}: stderr is not one line: {stderr}"
+    );
+    assert!(
+        stderr.starts_with("koel: error:"),
+        "koel {args:?}: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "koel {args:?}: stderr {stderr:?} does not mention {needle:?}"
+    );
+    assert!(!stderr.contains("panicked"), "koel {args:?}: {stderr}");
+}

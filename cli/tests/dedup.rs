@@ -1,0 +1,365 @@
+//! `koel dedup` end to end: output equals an exact first-occurrence dedup
+//! of generated input with planted duplicates (except the false positives
+//! the summary estimates), across chunk boundaries, files and stdin; bad
+//! input is one error line.
+
+mod common;
+
+use common::{assert_one_line_error, koel};
+use koel::{Filter, FilterKind, InsertError};
+use koel_cli::dedup::{self, KeySpec, Options};
+use koel_cli::filters::CliFilter;
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `n` records `key,payload`; about one in three repeats an earlier key
+/// (with a different payload), and record lengths vary from ~10 to ~90
+/// bytes.
+fn generate(n: u64) -> Vec<String> {
+    let mut distinct = 0u64;
+    (0..n)
+        .map(|i| {
+            let r = mix(i);
+            let id = if r % 3 == 0 && distinct > 0 {
+                mix(r) % distinct
+            } else {
+                distinct += 1;
+                distinct - 1
+            };
+            let pad = "x".repeat((mix(id) % 60) as usize);
+            format!("k{:x}{pad},payload-{i}", mix(id ^ 0xabc))
+        })
+        .collect()
+}
+
+/// The exact reference: first occurrence of each key, in input order.
+fn reference(lines: &[String], key: impl Fn(&str) -> &str) -> Vec<&str> {
+    let mut seen = HashSet::new();
+    lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| seen.insert(key(l).to_string()))
+        .collect()
+}
+
+/// Asserts `got` is `want` with at most `tolerance` records missing (false
+/// positives), in the same order, and nothing else.
+fn assert_reference_order(got: &str, want: &[&str], tolerance: usize) {
+    let got: Vec<&str> = got.lines().collect();
+    let mut w = want.iter();
+    let mut missing = 0;
+    for g in &got {
+        loop {
+            match w.next() {
+                Some(x) if x == g => break,
+                Some(_) => missing += 1,
+                None => panic!("output record {g:?} is not in the reference, or out of order"),
+            }
+        }
+    }
+    missing += w.count();
+    assert_eq!(got.len() + missing, want.len());
+    assert!(
+        missing <= tolerance,
+        "{missing} records lost, more than the {tolerance} false positives allowed"
+    );
+}
+
+/// The summary's estimate of false-positive drops.
+fn estimated_fp(stderr: &str) -> f64 {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("estimated false-positive drops:"))
+        .unwrap_or_else(|| panic!("no estimate in {stderr}"));
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn whole_line_dedup_equals_the_exact_reference() {
+    let lines = generate(200_000);
+    // Whole-line keys: plant exact duplicate lines.
+    let mut input: Vec<String> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        input.push(l.clone());
+        if i % 5 == 0 {
+            input.push(lines[(mix(i as u64) % (i as u64 + 1)) as usize].clone());
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.txt");
+    std::fs::write(&path, input.join("\n") + "\n").unwrap();
+    // Small chunks: many chunk boundaries, records cut at every position.
+    let out = koel()
+        .args([
+            "dedup",
+            "--threads",
+            "3",
+            "--chunk-bytes",
+            "4093",
+            "--seed",
+            "5",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let want = reference(&input, |l| l);
+    let fp = estimated_fp(&stderr);
+    assert_reference_order(
+        &String::from_utf8(out.stdout).unwrap(),
+        &want,
+        (fp * 4.0) as usize + 4,
+    );
+    assert!(
+        stderr.contains(&format!("{} records in", thousands(input.len()))),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn field_dedup_keeps_the_first_record_of_each_key() {
+    let lines = generate(100_000);
+    let input = lines.join("\n"); // no trailing newline: the last record gets one
+    let out = koel()
+        .args([
+            "dedup",
+            "--field",
+            "1",
+            "--delimiter",
+            ",",
+            "--threads",
+            "2",
+            "--chunk-bytes",
+            "65536",
+        ])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let want = reference(&lines, |l| l.split(',').next().unwrap());
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert!(got.ends_with('\n'));
+    assert_reference_order(&got, &want, (estimated_fp(&stderr) * 4.0) as usize + 4);
+}
+
+#[test]
+fn records_without_the_field_pass_through() {
+    let input = "a,1\nno-delimiter\nb,2\na,3\nno-delimiter\n";
+    koel()
+        .args(["dedup", "--field", "2", "--delimiter", ","])
+        .write_stdin("x,1\nlonely\ny,1\nlonely\n")
+        .assert()
+        .success()
+        .stdout("x,1\nlonely\nlonely\n")
+        .stderr(predicates::str::contains(
+            "2 records without the key field passed through",
+        ));
+    koel()
+        .args(["dedup", "--field", "1", "--delimiter", ","])
+        .write_stdin(input)
+        .assert()
+        .success()
+        .stdout("a,1\nno-delimiter\nb,2\n");
+}
+
+#[test]
+fn files_and_stdin_are_read_in_order_as_one_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    std::fs::write(&a, "1\n2\n3").unwrap(); // no newline before the next file
+    std::fs::write(&b, "\n2\n4\n").unwrap();
+    koel()
+        .arg("dedup")
+        .arg(&a)
+        .arg("-")
+        .arg(&b)
+        .write_stdin("5\n1\n")
+        .assert()
+        .success()
+        .stdout("1\n2\n3\n5\n\n4\n");
+}
+
+#[test]
+fn a_record_longer_than_a_chunk_is_kept_whole() {
+    let long = "L".repeat(100_000);
+    let input = format!("a\n{long}\nb\n{long}\na\n");
+    koel()
+        .args(["dedup", "--chunk-bytes", "1000"])
+        .write_stdin(input)
+        .assert()
+        .success()
+        .stdout(format!("a\n{long}\nb\n"));
+}
+
+#[test]
+fn output_file_gets_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    koel()
+        .args(["dedup", "-o"])
+        .arg(&out)
+        .write_stdin("q\nq\nr\n")
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(std::fs::read_to_string(out).unwrap(), "q\nr\n");
+}
+
+#[test]
+fn bad_input_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.txt");
+    let missing = missing.to_str().unwrap();
+    assert_one_line_error(&["dedup", missing], "missing.txt");
+    assert_one_line_error(&["dedup", dir.path().to_str().unwrap()], "directory");
+    assert_one_line_error(&["dedup", "--field", "0"], "--field");
+    assert_one_line_error(&["dedup", "--delimiter", ",,"], "delimiter");
+    assert_one_line_error(&["dedup", "--fpr", "2"], "--fpr");
+    assert_one_line_error(&["dedup", "--fpr", "1e-9"], "1e-9");
+    assert_one_line_error(&["dedup", "--expected", "0"], "--expected");
+    assert_one_line_error(&["dedup", "--threads", "many"], "--threads");
+    let unwritable = dir.path().join("no-such-dir").join("out.txt");
+    assert_one_line_error(
+        &["dedup", "-o", unwritable.to_str().unwrap(), "/dev/null"],
+        "no-such-dir",
+    );
+}
+
+#[test]
+fn a_full_disk_is_one_error_line() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.txt");
+    let mut f = std::fs::File::create(&path).unwrap();
+    for i in 0..300_000 {
+        writeln!(f, "record-{i}").unwrap();
+    }
+    drop(f);
+    assert_one_line_error(
+        &["dedup", "-o", "/dev/full", path.to_str().unwrap()],
+        "No space left on device",
+    );
+}
+
+/// A filter that takes `room` keys and then reports `Full`.
+struct Cramped {
+    room: usize,
+    taken: AtomicUsize,
+}
+
+impl Filter for Cramped {
+    fn kind(&self) -> FilterKind {
+        FilterKind::Cuckoo
+    }
+    fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        bytes.iter().fold(0, |h, &b| mix(h ^ u64::from(b)))
+    }
+    fn insert_hash(&self, _: u64) -> Result<(), InsertError> {
+        self.insert_unique_hash(0).map(|_| ())
+    }
+    fn insert_unique_hash(&self, _: u64) -> Result<bool, InsertError> {
+        if self.taken.fetch_add(1, Ordering::Relaxed) < self.room {
+            Ok(true)
+        } else {
+            Err(InsertError::Full)
+        }
+    }
+    fn contains_hash(&self, _: u64) -> bool {
+        false
+    }
+    fn remove_hash(&self, _: u64) -> Option<bool> {
+        None
+    }
+    fn len(&self) -> usize {
+        self.taken.load(Ordering::Relaxed).min(self.room)
+    }
+    fn memory_usage(&self) -> usize {
+        0
+    }
+    fn false_positive_rate(&self) -> f64 {
+        0.0
+    }
+    fn clear(&self) {}
+}
+
+impl CliFilter for Cramped {}
+
+#[test]
+fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
+    let filter = Cramped {
+        room: 1000,
+        taken: AtomicUsize::new(0),
+    };
+    let input: String = (0..10_000).map(|i| format!("{i}\n")).collect();
+    let mut out = Vec::new();
+    let options = Options {
+        threads: 2,
+        key: KeySpec {
+            field: None,
+            delimiter: b'\t',
+        },
+        chunk_bytes: 1024,
+    };
+    let err = dedup::run(&filter, &mut input.as_bytes(), &mut out, options, &|_| {}).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("full") && msg.contains("--expected"), "{msg}");
+    assert!(!msg.contains('\n'));
+}
+
+fn thousands(n: usize) -> String {
+    koel_cli::human::count(n as u64)
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let input: String = (0..400_000).map(|i| format!("line-{i}\n")).collect();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("koel"))
+        .arg("dedup")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    // Read one line, then close our end: like `koel dedup | head -1`.
+    let mut first = [0u8; 7];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    assert_eq!(&first, b"line-0\n");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("error") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_absurd_expected_size_is_one_error_line() {
+    assert_one_line_error(&["dedup", "--expected", "1000G", "/dev/null"], "too large");
+}
