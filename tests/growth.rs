@@ -387,3 +387,87 @@ fn fpr_after_each_doubling_matches_the_estimate() {
         );
     }
 }
+
+/// The long version (CI runs it under the `stress` profile, with debug
+/// assertions): several rounds of writers, removers and `insert_unique`
+/// racers growing a small filter 32x while readers check acknowledged keys.
+#[test]
+#[ignore = "long: run with --ignored (CI does, under --profile stress)"]
+fn long_growth_stress() {
+    for round in 0..20u64 {
+        // 16-bit tags grow up to 64x under the default FPR cap; 12-bit
+        // tags only 4x, so they get a larger first table and a looser cap.
+        let f = Arc::new(if round % 2 == 0 {
+            growing(5_000, 16, round)
+        } else {
+            CuckooFilter::builder()
+                .capacity(20_000)
+                .fingerprint_bits(12)
+                .max_false_positive_rate(0.05)
+                .seed(round)
+                .build()
+                .unwrap()
+        });
+        let writers = 3usize;
+        let per_writer = 60_000u64;
+        let acked: Arc<Vec<AtomicU64>> =
+            Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
+        let done = Arc::new(AtomicBool::new(false));
+        let start = Arc::new(Barrier::new(writers + 1 + stress_threads().max(2)));
+        let mut handles = Vec::new();
+        for w in 0..writers {
+            let (f, acked, start) = (f.clone(), acked.clone(), start.clone());
+            handles.push(thread::spawn(move || {
+                start.wait();
+                for i in 0..per_writer {
+                    let k = w as u64 + writers as u64 * i;
+                    f.insert(&k).unwrap();
+                    acked[w].store(i + 1, Ordering::Release);
+                }
+            }));
+        }
+        // A remover of its own keys and an insert_unique racer.
+        let churn = {
+            let (f, start) = (f.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut kept = 0usize;
+                for i in 0..40_000u64 {
+                    let k = (1 << 40) + i;
+                    // A fresh key may be a false positive (Ok(false)).
+                    if !f.insert_unique(&k).unwrap() {
+                        continue;
+                    }
+                    assert_eq!(f.insert_unique(&k), Ok(false), "key {k} won twice");
+                    if i % 2 == 0 {
+                        assert!(f.remove(&k));
+                    } else {
+                        kept += 1;
+                    }
+                }
+                kept
+            })
+        };
+        let readers = start_readers(&f, &acked, &done, &start, writers);
+        for h in handles {
+            h.join().unwrap();
+        }
+        let kept = churn.join().unwrap();
+        done.store(true, Ordering::Release);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert!(kept > 19_000, "round {round}: only {kept} churn keys kept");
+        let expected = writers * per_writer as usize + kept;
+        assert_eq!(f.len(), expected, "round {round}");
+        assert_eq!(f.stats().occupied_slots, expected, "round {round}");
+        assert!(
+            f.generation() >= 2,
+            "round {round}: generation {}",
+            f.generation()
+        );
+        for k in 0..writers as u64 * per_writer {
+            assert!(f.contains(&k), "round {round}: key {k} lost");
+        }
+    }
+}
