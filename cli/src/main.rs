@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{dedup, stress, EXIT_ERROR};
+use koel_cli::{bench, dedup, stress, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -28,6 +28,10 @@ enum Command {
     /// Writes each record the first time its key is seen, in input order,
     /// on N threads sharing one cuckoo filter.
     Dedup(dedup::Args),
+    /// Runs the design study's test matrix (lookups, FPR, inserts, deletes,
+    /// load curve, threads, growth, key distributions) and writes a
+    /// Markdown report with SVG plots.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stress(args) => stress::main(args),
         Command::Dedup(args) => dedup::main(args),
+        Command::Bench(args) => bench::main(args),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),
