@@ -31,7 +31,7 @@ Exit status: 0 on success, 2 on an error (missing file, full filter,
 unwritable output).";
 
 /// Default filter size when the input size is unknown (stdin, pipes).
-const DEFAULT_EXPECTED: u64 = 10_000_000;
+pub const DEFAULT_EXPECTED: u64 = 10_000_000;
 
 /// Options of `koel dedup`.
 #[derive(clap::Args, Debug)]
@@ -70,7 +70,12 @@ pub struct Args {
     pub kind: KindArg,
 }
 
-fn parse_delimiter(s: &str) -> Result<u8, String> {
+/// `--delimiter`: one byte, or `tab`.
+///
+/// # Errors
+///
+/// Anything longer, empty, or a newline.
+pub fn parse_delimiter(s: &str) -> Result<u8, String> {
     match s {
         "tab" | "\\t" => Ok(b'\t'),
         _ if s.len() == 1 && s.as_bytes()[0] != b'\n' => Ok(s.as_bytes()[0]),
@@ -87,19 +92,13 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
 /// Missing or unreadable input, unwritable output, a filter that cannot be
 /// built or fills up.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let threads = match args.threads {
-        Some(t) => t as usize,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    };
+    let threads = crate::threads(args.threads);
     let mut inputs = Inputs::open(&args.files)?;
     let expected = match args.expected {
         Some(n) => n,
         None => inputs.estimate_records()?.unwrap_or(DEFAULT_EXPECTED),
     };
-    let bits = match args.fpr {
-        Some(p) => filters::fingerprint_bits_for(p)?,
-        None => 16,
-    };
+    let bits = args.fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
     let capacity = usize::try_from(expected).context("--expected does not fit in memory")?;
     let filter = filters::build(args.kind, capacity, bits, args.seed)?;
 

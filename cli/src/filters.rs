@@ -216,6 +216,29 @@ pub fn fingerprint_bits_for(fpr: f64) -> anyhow::Result<u32> {
     }
 }
 
+/// A cuckoo filter for `capacity` items (it doubles if more arrive).
+///
+/// # Errors
+///
+/// A build error (zero or absurd capacity, allocation refused) as one line.
+pub fn build_cuckoo(
+    capacity: u64,
+    fingerprint_bits: u32,
+    seed: Option<u64>,
+) -> anyhow::Result<CuckooFilter> {
+    let items = usize::try_from(capacity)
+        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
+    let mut builder = CuckooFilter::builder()
+        .capacity(items)
+        .fingerprint_bits(fingerprint_bits);
+    if let Some(seed) = seed {
+        builder = builder.seed(seed);
+    }
+    builder
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))
+}
+
 /// Builds the filter `kind` for `capacity` items.
 ///
 /// # Errors
@@ -227,15 +250,7 @@ pub fn build(
     fingerprint_bits: u32,
     seed: Option<u64>,
 ) -> anyhow::Result<Box<dyn CliFilter>> {
-    let mut builder = CuckooFilter::builder()
-        .capacity(capacity)
-        .fingerprint_bits(fingerprint_bits);
-    if let Some(seed) = seed {
-        builder = builder.seed(seed);
-    }
-    let cuckoo = builder
-        .build()
-        .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))?;
+    let cuckoo = build_cuckoo(capacity as u64, fingerprint_bits, seed)?;
     Ok(match kind {
         KindArg::Cuckoo => Box::new(cuckoo),
         KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo, 1000)),

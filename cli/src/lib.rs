@@ -26,6 +26,34 @@ pub enum Outcome {
     CheckFailed,
 }
 
+/// Fails early, before long work, if `path` cannot be written; leaves no
+/// empty file behind.
+///
+/// # Errors
+///
+/// The file cannot be created or opened for writing (one line, naming it).
+pub fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// `--threads`, or the number of cores.
+pub fn threads(arg: Option<u32>) -> usize {
+    match arg {
+        Some(t) => t as usize,
+        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+    }
+}
+
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).
 pub const EXIT_ERROR: u8 = 2;
 

@@ -6,7 +6,6 @@ use crate::latency::PERCENTILES;
 use crate::stress::StressReport;
 use anyhow::Context;
 use plotters::prelude::*;
-use std::fs::OpenOptions;
 use std::path::Path;
 
 const WIDTH: u32 = 1100;
@@ -17,26 +16,6 @@ const OP_COLORS: [RGBColor; 3] = [
     RGBColor(214, 39, 40),
 ];
 const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
-
-/// Fails early if `path` cannot be written (before a long run).
-///
-/// # Errors
-///
-/// The file cannot be created.
-pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .with_context(|| format!("cannot write plot file {}", path.display()))?;
-    if !existed {
-        // Do not leave an empty file behind if the run fails.
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
-}
 
 /// Writes the stress plot of `report` to `path`.
 ///

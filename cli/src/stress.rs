@@ -154,10 +154,7 @@ impl fmt::Display for Mix {
 /// Bad option combinations, a filter that cannot be built, an unwritable
 /// plot file.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let threads = match args.threads {
-        Some(t) => t as usize,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    };
+    let threads = crate::threads(args.threads);
     if args.items < threads as u64 {
         bail!(
             "--items {} is fewer than --threads {threads}: every thread needs keys of its own",
@@ -177,7 +174,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let capacity = usize::try_from(capacity).context("--capacity does not fit in memory")?;
     if let Some(path) = &args.plot {
         // Fail before a 10-second run, not after it.
-        plot::check_writable(path)?;
+        crate::check_writable(path)?;
     }
     let filter = filters::build(args.kind, capacity, args.fingerprint_bits, args.seed)?;
     let config = Config {
