@@ -324,7 +324,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
     // Fail before a run of minutes, not after it.
-    crate::plot::check_writable(&args.out.join("report.md"))?;
+    crate::check_writable(&args.out.join("report.md"))?;
     let started = Instant::now();
     let results = run(config)?;
     let total_secs = started.elapsed().as_secs_f64();

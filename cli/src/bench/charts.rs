@@ -651,33 +651,44 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
         shade: shade.clone(),
     }
     .linear(&top, &memory)?;
-    let rate = vec![Series {
-        name: format!(
-            "insert rate per 1/{} of the run (steady {} M/s, doubling {} M/s)",
-            g.timeline.len(),
-            millions(g.insert_rate_steady),
-            millions(g.insert_rate_window)
-        ),
-        color: COLORS[1],
-        points: g
-            .timeline
-            .iter()
-            .map(|s| (s.items as f64, s.insert_rate))
-            .collect(),
-        dots: false,
-    }];
+    let latency = vec![
+        Series {
+            name: "p50 insert latency per slice".into(),
+            color: COLORS[1],
+            points: g
+                .timeline
+                .iter()
+                .map(|s| (s.items as f64, s.insert_p50_ns.max(1) as f64))
+                .collect(),
+            dots: false,
+        },
+        Series {
+            name: "p99 insert latency per slice".into(),
+            color: COLORS[3],
+            points: g
+                .timeline
+                .iter()
+                .map(|s| (s.items as f64, s.insert_p99_ns.max(1) as f64))
+                .collect(),
+            dots: false,
+        },
+    ];
     Lines {
-        title: "Insert throughput while growing (one thread, from timed calls)".into(),
+        title: format!(
+            "Insert latency while growing (one thread, {} slices of {} inserts; log scale)",
+            g.timeline.len(),
+            crate::human::count(g.items / g.timeline.len().max(1) as u64)
+        ),
         x_desc: "items inserted",
-        y_desc: "million inserts / s",
+        y_desc: "latency",
         x: 0.0..items,
         x_fmt: &x_fmt,
-        y_fmt: &|y| millions(*y),
-        legend: SeriesLabelPosition::LowerLeft,
+        y_fmt: &|y| tick_nanos(*y),
+        legend: SeriesLabelPosition::UpperRight,
         x_ticks: 11,
         shade,
     }
-    .linear(&bottom, &rate)
+    .log(&bottom, &latency)
 }
 
 fn distributions(root: &Area<'_>, r: &BenchResults) -> DrawResult {

@@ -5,7 +5,8 @@
 //! every insert (it counts old and new table while they coexist).
 //!
 //! A window is detected from memory: while a doubling migrates,
-//! `memory_usage()` is above the steady size of the current generation.
+//! `memory_usage()` is above the steady size of the current generation;
+//! an insert during which the generation moved is in a window too.
 
 use super::common::{uniform_keys, Layout};
 use super::Config;
@@ -72,8 +73,13 @@ pub struct GrowthSample {
     pub items: u64,
     /// Highest `memory_usage()` in the slice.
     pub memory_bytes: u64,
-    /// Inserts per second in the slice (from the timed calls).
+    /// Inserts per second in the slice (from the timed calls; one
+    /// preemption of the thread can dominate it on a busy machine).
     pub insert_rate: f64,
+    /// Median insert latency in the slice, nanoseconds.
+    pub insert_p50_ns: u64,
+    /// 99th percentile insert latency in the slice, nanoseconds.
+    pub insert_p99_ns: u64,
     /// Whether a doubling migrated at any point of the slice.
     pub in_window: bool,
 }
@@ -111,6 +117,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
         let mut timeline = Vec::new();
         let slice = (cfg.items / SAMPLES).max(1);
         let (mut slice_ns, mut slice_peak, mut slice_window) = (0u64, 0u64, false);
+        let mut slice_lat: Vec<u64> = Vec::with_capacity(slice as usize);
         let mut probe = crate::keys::FastRng::new(cfg.seed);
         let mut migrating = false;
         for (i, key) in keys.iter().enumerate() {
@@ -124,14 +131,17 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
 
             let bytes = filter.memory_usage() as u64;
             let g = filter.generation();
-            if g != generation {
+            // A small table may double inside one insert: no sample sees
+            // it migrating, but the generation moved.
+            let grew = g != generation;
+            if grew {
                 // The successor is installed: its size is the new steady size.
                 generation = g;
                 steady_bytes = bytes;
             }
             let was_migrating = migrating;
             migrating = bytes > steady_bytes;
-            let w = usize::from(was_migrating || migrating);
+            let w = usize::from(was_migrating || migrating || grew);
             ins[w].record(ns);
             ins_ns[w] += ns;
             ins_count[w] += 1;
@@ -144,16 +154,20 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
             black_box(found);
 
             slice_ns += ns;
+            slice_lat.push(ns);
             slice_peak = slice_peak.max(bytes);
             slice_window |= w == 1;
             if (i as u64 + 1) % slice == 0 || i + 1 == keys.len() {
-                let n = (i as u64 % slice) + 1;
+                let n = slice_lat.len() as u64;
                 timeline.push(GrowthSample {
                     items: i as u64 + 1,
                     memory_bytes: slice_peak,
                     insert_rate: n as f64 / (slice_ns.max(1) as f64 / 1e9),
+                    insert_p50_ns: quantile(&mut slice_lat, 0.5),
+                    insert_p99_ns: quantile(&mut slice_lat, 0.99),
                     in_window: slice_window,
                 });
+                slice_lat.clear();
                 (slice_ns, slice_peak, slice_window) = (0, 0, false);
             }
         }
@@ -185,4 +199,13 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
         });
     }
     Ok(rows)
+}
+
+/// The `q` quantile of `values` (reorders them).
+fn quantile(values: &mut [u64], q: f64) -> u64 {
+    if values.is_empty() {
+        return 0;
+    }
+    let at = ((values.len() - 1) as f64 * q).round() as usize;
+    *values.select_nth_unstable(at).1
 }
