@@ -147,7 +147,7 @@ fn quick_run_writes_a_sane_report_with_every_plot() {
         let first = num(c, &["first_failure_load"]);
         assert!(first > 0.9 && first <= 1.0, "first failure at {first}");
         assert!(num(c, &["max_load"]) <= 1.0);
-        assert_eq!(rows(c, "points").len(), 101);
+        assert_eq!(rows(c, "points").len(), 131, "90 steps of 1% + 40 of 0.25%");
     }
 
     // Concurrency: every layout x mix x thread count, no false negative.

@@ -488,7 +488,7 @@ fn load_curve(root: &Area<'_>, r: &BenchResults) -> DrawResult {
         })
         .collect();
     Lines {
-        title: "Insert failures vs load (Growth::Fixed filter, steps of 1% of its slots)".into(),
+        title: "Insert failures vs load (Growth::Fixed filter; steps of 1% of its slots, 0.25% above 90%)".into(),
         x_desc: "inserts offered, % of the table's slots",
         y_desc: "inserts failing in the step",
         x: 0.0..1.0,
@@ -499,30 +499,53 @@ fn load_curve(root: &Area<'_>, r: &BenchResults) -> DrawResult {
         shade: None,
     }
     .linear(&top, &fail)?;
-    let load: Vec<Series> = r
-        .load_curves
-        .iter()
-        .enumerate()
-        .map(|(i, c)| Series {
-            name: format!("{}: at most {:.1}%", c.layout, c.max_load * 100.0),
+    // The knee, zoomed: failures and the load reached, 85-100% offered.
+    let mut zoom = Vec::new();
+    for (i, c) in r.load_curves.iter().enumerate() {
+        let near = |p: &&super::load_curve::CurvePoint| p.offered_load >= ZOOM_FROM - 1e-9;
+        zoom.push(Series {
+            name: format!("{}: inserts failing in the step", c.layout),
             color: COLORS[i % COLORS.len()],
-            points: c.points.iter().map(|p| (p.offered_load, p.load)).collect(),
-            dots: false,
-        })
-        .collect();
+            points: c
+                .points
+                .iter()
+                .filter(near)
+                .map(|p| (p.offered_load, p.step_failure_rate))
+                .collect(),
+            dots: true,
+        });
+        zoom.push(Series {
+            name: format!(
+                "{}: load reached (at most {:.1}%)",
+                c.layout,
+                c.max_load * 100.0
+            ),
+            color: COLORS[(i + 2) % COLORS.len()],
+            points: c
+                .points
+                .iter()
+                .filter(near)
+                .map(|p| (p.offered_load, p.load))
+                .collect(),
+            dots: true,
+        });
+    }
     Lines {
-        title: "Load reached vs inserts offered".into(),
+        title: format!("Zoom on the knee: {:.0}-100% offered", ZOOM_FROM * 100.0),
         x_desc: "inserts offered, % of the table's slots",
-        y_desc: "load factor (items / slots)",
-        x: 0.0..1.0,
+        y_desc: "% of inserts in the step / % load",
+        x: ZOOM_FROM..1.0,
         x_fmt: &percent,
         y_fmt: &percent,
-        legend: SeriesLabelPosition::UpperLeft,
-        x_ticks: 11,
+        legend: SeriesLabelPosition::MiddleLeft,
+        x_ticks: 16,
         shade: None,
     }
-    .linear(&bottom, &load)
+    .linear(&bottom, &zoom)
 }
+
+/// Where the zoomed load-curve panel starts.
+const ZOOM_FROM: f64 = 0.85;
 
 fn concurrency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     let (top, bottom) = root.split_vertically(470);

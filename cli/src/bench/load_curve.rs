@@ -1,6 +1,6 @@
 //! Row 5: the load factor vs insert-failure curve. A `Growth::Fixed`
-//! filter is offered new keys in steps of 1% of its slots, from empty to
-//! 100% of its slots; each step records how many of its inserts failed and
+//! filter is offered new keys in steps of 1% of its slots (0.25% above
+//! 90%), from empty to 100% of its slots; each step records how many of its inserts failed and
 //! the load reached. A failed insert leaves the filter unchanged, so the
 //! run goes on past the first failure.
 
@@ -36,8 +36,14 @@ pub struct LoadCurve {
     pub points: Vec<CurvePoint>,
 }
 
-/// Steps from 0 to 100% of the slots.
-const STEPS: u64 = 100;
+/// Step ends, in 1/400ths of the slots: steps of 1% up to 90%, then of
+/// 0.25% where the failures start.
+fn step_ends() -> impl Iterator<Item = u64> {
+    (1..=90).map(|p| p * 4).chain((361..=400).map(|q| q as u64))
+}
+
+/// Steps of the curve (points are one more: the empty start).
+pub const STEPS: usize = 90 + 40;
 
 /// The curve for both layouts, each on a filter sized for `items`.
 ///
@@ -58,8 +64,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<LoadCurve>> {
             step_failure_rate: 0.0,
             cumulative_failure_rate: 0.0,
         }];
-        for step in 1..=STEPS {
-            let end = slots * step / STEPS;
+        for quarter in step_ends() {
+            let end = slots * quarter / 400;
             let mut step_failed = 0u64;
             let step_len = end - offered;
             while offered < end {
