@@ -84,9 +84,10 @@ impl std::str::FromStr for ThreadList {
     }
 }
 
-/// Most items a run may use: every part keeps a few key vectors of this
-/// size (8-70 bytes per key) in memory.
-pub const MAX_ITEMS: u64 = 50_000_000;
+/// Most items a run may use: the key-distribution part keeps string keys
+/// of up to 72 bytes, plus a slice per key, for this many items and as many
+/// absent keys (about 2.5 GiB at this bound).
+pub const MAX_ITEMS: u64 = 16_000_000;
 
 /// Sizes and lengths of one run.
 #[derive(Clone, Debug, serde::Serialize)]

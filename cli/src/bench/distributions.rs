@@ -59,29 +59,45 @@ struct Strings {
 }
 
 impl Strings {
-    fn new() -> Self {
-        Strings {
-            bytes: Vec::new(),
-            ends: Vec::new(),
-        }
-    }
-
     fn push(&mut self, key: &[u8]) {
         self.bytes.extend_from_slice(key);
         self.ends.push(self.bytes.len());
     }
 
-    fn slices(&self) -> Vec<&[u8]> {
+    fn slices(&self) -> anyhow::Result<Vec<&[u8]>> {
+        let mut v = try_vec(self.ends.len() as u64)?;
         let mut start = 0;
-        self.ends
-            .iter()
-            .map(|&end| {
-                let s = &self.bytes[start..end];
-                start = end;
-                s
-            })
-            .collect()
+        v.extend(self.ends.iter().map(|&end| {
+            let s = &self.bytes[start..end];
+            start = end;
+            s
+        }));
+        Ok(v)
     }
+}
+
+/// `f(i)` for `i` in `range`, in a fallibly allocated vector.
+fn ints(range: std::ops::Range<u64>, f: impl FnMut(u64) -> u64) -> anyhow::Result<Vec<u64>> {
+    let mut v = try_vec(range.end - range.start)?;
+    v.extend(range.map(f));
+    Ok(v)
+}
+
+/// `make(i)` for `i` in `range`, in one fallibly allocated buffer.
+fn strings<B: AsRef<[u8]>>(
+    range: std::ops::Range<u64>,
+    mut make: impl FnMut(u64) -> B,
+) -> anyhow::Result<Strings> {
+    let count = range.end - range.start;
+    let mut s = Strings {
+        // About 40 bytes per key; the buffer grows if they are longer.
+        bytes: try_vec(count.saturating_mul(40))?,
+        ends: try_vec(count)?,
+    };
+    for i in range {
+        s.push(make(i).as_ref());
+    }
+    Ok(s)
 }
 
 /// Runs every distribution.
@@ -96,8 +112,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
     let mut rows = Vec::new();
 
     // Uniform random 64-bit keys, each once.
-    let stream: Vec<u64> = (0..n).map(|i| uniform_key(seed, i)).collect();
-    let negatives = (n..n + neg).map(|i| uniform_key(seed, i)).collect();
+    let stream = ints(0..n, |i| uniform_key(seed, i))?;
+    let negatives = ints(n..n + neg, |i| uniform_key(seed, i))?;
     rows.push(measure(
         cfg,
         "uniform",
@@ -106,8 +122,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
     )?);
 
     // Sequential integers: neighbouring keys differ in a bit or two.
-    let stream: Vec<u64> = (0..n).collect();
-    let negatives = (n..n + neg).collect();
+    let stream = ints(0..n, |i| i)?;
+    let negatives = ints(n..n + neg, |i| i)?;
     rows.push(measure(
         cfg,
         "sequential",
@@ -116,14 +132,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
     )?);
 
     // Similar strings: one prefix, a counter at the end.
-    let mut stream = Strings::new();
-    for i in 0..n {
-        stream.push(format!("https://koel.test/item/{i}").as_bytes());
-    }
-    let mut negatives = Strings::new();
-    for i in n..n + neg {
-        negatives.push(format!("https://koel.test/item/{i}").as_bytes());
-    }
+    let url = |i: u64| format!("https://koel.test/item/{i}");
+    let stream = strings(0..n, url)?;
+    let negatives = strings(n..n + neg, url)?;
     rows.push(measure(
         cfg,
         "similar strings",
@@ -143,14 +154,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
         key.truncate(len + 8);
         key
     };
-    let mut stream = Strings::new();
-    for i in 0..n {
-        stream.push(&var(i));
-    }
-    let mut negatives = Strings::new();
-    for i in n..n + neg {
-        negatives.push(&var(i));
-    }
+    let stream = strings(0..n, var)?;
+    let negatives = strings(n..n + neg, var)?;
     rows.push(measure(
         cfg,
         "variable-length",
@@ -161,10 +166,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
     // Hot keys: a Zipf(0.99) stream over n keys.
     let mut gen = KeyGen::new(KeyDist::Zipf(0.99), n, 0, 1, seed)?;
     let mut rng = FastRng::new(seed);
-    let stream: Vec<u64> = (0..n)
-        .map(|_| uniform_key(seed, gen.next(&mut rng)))
-        .collect();
-    let negatives = (n..n + neg).map(|i| uniform_key(seed, i)).collect();
+    let stream = ints(0..n, |_| uniform_key(seed, gen.next(&mut rng)))?;
+    let negatives = ints(n..n + neg, |i| uniform_key(seed, i))?;
     rows.push(measure(
         cfg,
         "zipf 0.99",
@@ -175,10 +178,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<DistributionRow>> {
     // Duplicate-heavy: every key about 16 times, in random order.
     let distinct = (n / 16).max(1);
     let mut rng = FastRng::new(seed ^ 16);
-    let stream: Vec<u64> = (0..n)
-        .map(|_| uniform_key(seed, rng.below(distinct)))
-        .collect();
-    let negatives = (n..n + neg).map(|i| uniform_key(seed, i)).collect();
+    let stream = ints(0..n, |_| uniform_key(seed, rng.below(distinct)))?;
+    let negatives = ints(n..n + neg, |i| uniform_key(seed, i))?;
     rows.push(measure(
         cfg,
         "duplicate-heavy",
@@ -201,7 +202,7 @@ fn measure(
             run_stream(new_filter, name, description, &stream, &negatives, distinct)
         }
         Keys::Bytes { stream, negatives } => {
-            let (stream, negatives) = (stream.slices(), negatives.slices());
+            let (stream, negatives) = (stream.slices()?, negatives.slices()?);
             // Byte keys of the streams built above are distinct by construction.
             let distinct = stream.len() as u64;
             run_stream(new_filter, name, description, &stream, &negatives, distinct)
