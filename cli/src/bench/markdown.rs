@@ -246,7 +246,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     }
     let _ = writeln!(
         s,
-        "\n\"failing at X% offered\" is the share of failed inserts in the 1% step ending at X% of the slots offered.\n\n![load curve]({})\n",
+        "\n\"failing at X% offered\" is the share of failed inserts in the step (1% of the slots, 0.25% above 90%) ending at X% of the slots offered.\n\n![load curve]({})\n",
         plots.load_curve
     );
 
@@ -281,8 +281,15 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     }
     let _ = writeln!(
         s,
-        "\nOn a machine with {} cores, runs with more threads than cores measure oversubscription, not scaling.\n\n![concurrency]({})\n",
-        r.cores, plots.concurrency
+        "\nOn a machine with {} cores, runs with more threads than cores measure oversubscription, not scaling.{}\n\n![concurrency]({})\n",
+        r.cores,
+        match r.load_average {
+            Some(l) if l > r.cores as f64 => format!(
+                " The load average was {l:.1} when this run started, above the core count: other processes competed for the cores, so these rates understate what the threads reach on an idle machine."
+            ),
+            _ => String::new(),
+        },
+        plots.concurrency
     );
 
     // 7
