@@ -365,6 +365,44 @@ pub fn write_all(dir: &Path, results: &BenchResults, total_secs: f64) -> anyhow:
 mod tests {
     use super::*;
 
+    fn tiny() -> Config {
+        Config {
+            items: 2000,
+            negatives: 20_000,
+            same_tag_pairs: 20,
+            threads: vec![1, 2],
+            concurrency_duration: Duration::from_millis(30),
+            seed: 11,
+            quick: true,
+        }
+    }
+
+    #[test]
+    fn the_checker_passes_a_real_run_and_flags_each_kind_of_failure() {
+        let clean = run(tiny()).unwrap();
+        assert_eq!(clean.failed_checks(), Vec::<String>::new());
+
+        let mut r = clean.clone();
+        r.lookups[1].false_negatives = 1;
+        assert!(r.failed_checks()[0].contains("false negatives"));
+
+        let mut r = clean.clone();
+        r.lookups[0].fpr = common::FprCheck::new(500, 20_000, 1e-4);
+        assert!(r.failed_checks()[0].contains("outside the bound"));
+
+        let mut r = clean.clone();
+        r.deletes[0].same_tag.other_still_visible -= 1;
+        assert!(r.failed_checks()[0].contains("same-tag"));
+
+        let mut r = clean.clone();
+        r.concurrency[0].false_negatives = 3;
+        assert!(r.failed_checks()[0].contains("concurrency"));
+
+        let mut r = clean;
+        r.growth[1].false_negatives = 1;
+        assert!(r.failed_checks()[0].contains("growth"));
+    }
+
     #[test]
     fn thread_lists_parse_sorted_and_deduplicated() {
         assert_eq!("4,1,2,2".parse::<ThreadList>().unwrap().0, vec![1, 2, 4]);

@@ -771,3 +771,19 @@ fn distributions(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     }
     .draw(&bottom)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_numbers_keep_two_significant_digits_and_no_trailing_zeros() {
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(12.4), "12");
+        assert_eq!(short(3.5), "3.5");
+        assert_eq!(short(2.0), "2");
+        assert_eq!(short(0.25), "0.25");
+        assert_eq!(short(0.0012), "0.0012");
+        assert_eq!(millions(30e6), "30");
+    }
+}

@@ -209,3 +209,16 @@ fn quantile(values: &mut [u64], q: f64) -> u64 {
     let at = ((values.len() - 1) as f64 * q).round() as usize;
     *values.select_nth_unstable(at).1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_of_a_slice() {
+        let mut v: Vec<u64> = (1..=100).rev().collect();
+        assert_eq!(quantile(&mut v, 0.5), 51);
+        assert_eq!(quantile(&mut v, 0.99), 99);
+        assert_eq!(quantile(&mut [], 0.5), 0);
+    }
+}

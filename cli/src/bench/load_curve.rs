@@ -103,3 +103,18 @@ impl LoadCurve {
             .find(|p| p.offered_load >= offered - 1e-9)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_rise_to_exactly_all_slots_finer_above_ninety_percent() {
+        let ends: Vec<u64> = step_ends().collect();
+        assert_eq!(ends.len(), STEPS);
+        assert!(ends.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*ends.last().unwrap(), 400);
+        assert_eq!(ends[89], 360, "1% steps up to 90%");
+        assert_eq!(ends[90] - ends[89], 1, "then 0.25%");
+    }
+}
