@@ -471,3 +471,28 @@ fn long_growth_stress() {
         }
     }
 }
+
+/// Mid-migration, `stats()` counts each tag once: in its old bucket until
+/// that is forwarded, then in the successor.
+#[test]
+fn stats_count_every_tag_once_while_migrating() {
+    let f = growing(200_000, 16, 16);
+    let mut keys = Keys(17);
+    let mut seen_migrating = 0;
+    while f.generation() < 2 {
+        f.insert(&keys.next().unwrap()).unwrap();
+        let one_table = f.capacity() / 4 * 8;
+        // memory_usage() is cheap and counts both tables while migrating;
+        // stats() scans the table, so it runs only then.
+        if f.memory_usage() > 2 * one_table {
+            let s = f.stats();
+            assert!(s.migrating);
+            assert_eq!(s.occupied_slots, s.len, "mid-migration count");
+            seen_migrating += 1;
+        }
+    }
+    assert!(
+        seen_migrating > 100,
+        "observed only {seen_migrating} inserts mid-migration"
+    );
+}

@@ -63,7 +63,8 @@ fn contains_during_migration() {
     reader_during_migration("contains_during_migration", Canary::None);
 }
 
-/// Forwarding before copying fails it: `canary_forward_before_copy: 472 of
+/// Forwarding before copying fails it (counts vary from run to run), e.g.
+/// `canary_forward_before_copy: 472 of
 /// 1448 executions failed; first (execution 153): false negative during
 /// migration: (true, false)` (the reader saw the old bucket forwarded and
 /// the successor's bucket still empty).
@@ -108,7 +109,7 @@ fn insert_during_forwarding() {
     insert_vs_forward("insert_during_forwarding", Canary::None);
 }
 
-/// A forwarding store instead of a CAS fails it: `canary_blind_forward: 120
+/// A forwarding store instead of a CAS fails it, e.g. `canary_blind_forward: 120
 /// of 748 executions failed; first (execution 245): lost an insert: len 2
 /// occupied 1` (the insert's CAS landed between the migrator's read of the
 /// bucket and its store).

@@ -5,6 +5,7 @@ use crate::error::InsertError;
 use crate::raw::batch;
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::ops::{self, InsertFailure, Sealed};
+use crate::raw::table::Table;
 use crate::sync::epoch;
 use std::convert::Infallible;
 use std::fmt;
@@ -115,12 +116,13 @@ impl CuckooFilter {
         unique: bool,
         mut done: impl FnMut(usize, bool),
     ) -> Result<(), BatchInsertError> {
-        let guard = epoch::pin();
+        let mut guard = epoch::pin();
         let hash = |i: usize| self.hash(&keys[i]);
         let mut start = 0;
         let mut refused = None;
         while start < keys.len() {
             let t = self.table(&guard);
+            let table_before = t as *const Table;
             let stopped = if t.migration(&guard).is_some() {
                 Err(start)
             } else {
@@ -156,6 +158,12 @@ impl CuckooFilter {
                 .map_err(|error| BatchInsertError { inserted: i, error })?;
             done(i, inserted);
             start = i + 1;
+            // A table retired during this batch is freed only once no guard
+            // pinned before its retirement remains: re-pin, so a long batch
+            // through several doublings does not keep them all alive.
+            if !std::ptr::eq(self.table(&guard), table_before) {
+                guard.repin();
+            }
         }
         Ok(())
     }

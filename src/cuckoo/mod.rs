@@ -86,6 +86,23 @@ macro_rules! with_layout {
 }
 pub(crate) use with_layout;
 
+/// `with_layout!` for a bare `LayoutKind` (before a filter exists).
+macro_rules! with_layout_kind {
+    ($kind:expr, $L:ident => $body:expr) => {
+        match $kind {
+            LayoutKind::Tags16x4 => {
+                type $L = L16x4;
+                $body
+            }
+            LayoutKind::Tags12x5 => {
+                type $L = L12x5;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_layout_kind;
+
 /// A lock-free concurrent cuckoo filter: approximate set membership with
 /// delete, shared by many threads as `Arc<CuckooFilter>`.
 ///
@@ -236,6 +253,9 @@ impl CuckooFilter {
         guard: &epoch::Guard,
     ) -> Result<bool, InsertError> {
         let mut backoff = Backoff::default();
+        // This operation's share of a migration: one chunk, and more only
+        // while the successor has no room for the key yet.
+        let mut helped = false;
         loop {
             let t = self.table(guard);
             match t.migration(guard) {
@@ -244,18 +264,33 @@ impl CuckooFilter {
                     match r {
                         Ok(inserted) => return Ok(inserted),
                         Err(InsertFailure::Full) => self.grow(t, guard)?,
-                        // A migration began under us: go round again.
-                        Err(InsertFailure::Sealed) => {}
+                        Err(InsertFailure::Sealed) => {
+                            // A migration began under us (and is visible now:
+                            // a sealed stripe is read with Acquire). A sealed
+                            // or forwarded word without one would be a
+                            // corrupt table: refuse instead of spinning.
+                            if t.migration(guard).is_none() {
+                                debug_assert!(
+                                    false,
+                                    "sealed stripe or forwarded word without a migration"
+                                );
+                                return Err(InsertError::Full);
+                            }
+                        }
                     }
                 }
                 Some(m) => {
                     let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, &self.counters));
-                    // Then this operation's share of the migration (which
-                    // also installs the successor when it is complete).
-                    self.help_migration(t, m, guard);
+                    if !helped || r == Err(Retry::NeedRoom) {
+                        // Also installs the successor once all is migrated.
+                        self.help_migration(t, m, guard);
+                        helped = true;
+                    } else {
+                        self.install_if_done(t, m, guard);
+                    }
                     match r {
                         Ok(inserted) => return Ok(inserted),
-                        Err(Retry) => backoff.snooze(),
+                        Err(_) => backoff.snooze(),
                     }
                 }
             }
@@ -308,6 +343,7 @@ impl CuckooFilter {
     #[inline(always)]
     pub(crate) fn remove_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
         let mut backoff = Backoff::default();
+        let mut helped = false;
         loop {
             let t = self.table(guard);
             let r = match t.migration(guard) {
@@ -315,13 +351,18 @@ impl CuckooFilter {
                     .map_err(Retry::from),
                 Some(m) => {
                     let r = with_layout!(self, L => migrating::remove::<L>(t, m, t.geometry().locate::<L>(hash), &self.counters));
-                    self.help_migration(t, m, guard);
+                    if helped {
+                        self.install_if_done(t, m, guard);
+                    } else {
+                        self.help_migration(t, m, guard);
+                        helped = true;
+                    }
                     r
                 }
             };
             match r {
                 Ok(removed) => return removed,
-                Err(Retry) => backoff.snooze(),
+                Err(_) => backoff.snooze(),
             }
         }
     }
@@ -595,7 +636,10 @@ impl CuckooFilter {
             let generation = t.geometry().generation();
             Stats {
                 len,
-                occupied_slots: with_layout!(self, L => ops::occupied::<L>(t)),
+                occupied_slots: with_layout!(self, L => match migration {
+                    None => ops::occupied::<L>(t),
+                    Some(m) => migrating::occupied::<L>(t, m.next()),
+                }),
                 capacity,
                 buckets: t.buckets(),
                 load_factor,

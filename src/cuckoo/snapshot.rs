@@ -6,13 +6,14 @@
 // Used by persistence, which lands next; until then only the tests call it.
 #![allow(dead_code)]
 
-use super::{CuckooFilter, LayoutKind};
+use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::KeyHasher;
+use crate::raw::bucket::{self, L12x5, L16x4};
 use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::ops;
 use crate::raw::table::Table;
-use crate::sync::{epoch, AtomicU64};
+use crate::sync::{epoch, AtomicU64, Ordering};
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
 /// inserts may still fill empty slots while the view is held, so read them
@@ -35,6 +36,9 @@ pub(crate) enum FromPartsError {
     BadGeneration(u32),
     /// The allocator refused `bytes`.
     Allocation { bytes: usize },
+    /// Bucket `bucket` holds a word this layout never writes (a reserved
+    /// tag, or bits outside the lanes): the data is corrupt.
+    BadWord { bucket: usize },
     /// `fill` failed.
     Fill(std::io::Error),
 }
@@ -43,20 +47,25 @@ impl CuckooFilter {
     /// Runs `f` on a view of the table in which no tag moves and none is
     /// removed: every item whose insert completed before this call and
     /// that no remove took is in `view.words`. Writers that must move or
-    /// remove a tag wait until `f` returns; plain inserts into free slots
-    /// and all reads go on.
+    /// remove a tag (and `insert_unique`) wait until `f` returns; plain
+    /// inserts into free slots and all reads go on (the stripes are held
+    /// *frozen*, which validating readers accept). A migration running when
+    /// it is called is finished first.
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
         let guard = epoch::pin();
         // Holding every stripe excludes each displacement hop and each
         // remove, which are the only ways a tag leaves a bucket. A
         // migrating table is finished first, so one table holds every tag.
-        let (t, _all) = loop {
+        let (t, all) = loop {
             self.finish_migration(&guard);
             let t = self.table(&guard);
             if let Ok(all) = ops::hold_all(t) {
                 break (t, all);
             }
         };
+        // Frozen holds: readers trust their negative answers meanwhile, so
+        // lookups (also inside `f`) go on.
+        all.iter().for_each(|lock| lock.freeze());
         let geo = t.geometry();
         f(&SnapshotView {
             layout: self.layout,
@@ -94,6 +103,15 @@ impl CuckooFilter {
         let mut table = Table::new(Geometry::new(m0, generation))
             .map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
         fill(table.words_as_bytes_mut()).map_err(FromPartsError::Fill)?;
+        // A reserved tag would read as a forwarded bucket or a tag no key
+        // has; refuse it rather than run on a table the protocol never made.
+        let bad = with_layout_kind!(layout, L => table.words().iter().position(|w| {
+            // Relaxed: the table is not shared yet.
+            !bucket::is_valid::<L>(w.load(Ordering::Relaxed))
+        }));
+        if let Some(bucket) = bad {
+            return Err(FromPartsError::BadWord { bucket });
+        }
         let counters = Counters::default();
         counters.set_len(i64::try_from(len).unwrap_or(i64::MAX));
         Ok(CuckooFilter {
@@ -139,6 +157,50 @@ mod tests {
         for k in 0..20_000u32 {
             assert_eq!(f.contains(&k), g.contains(&k), "key {k}");
         }
+    }
+
+    #[test]
+    fn lookups_go_on_during_a_snapshot() {
+        let f = CuckooFilter::builder()
+            .capacity(1000)
+            .seed(3)
+            .build()
+            .unwrap();
+        f.insert(&1u32).unwrap();
+        let answers = f.with_snapshot(|_| {
+            // Negative and positive reads inside the snapshot do not wait
+            // for its frozen stripes (this would hang otherwise).
+            (
+                f.contains(&1u32),
+                f.contains(&2u32),
+                f.count(&2u32),
+                f.insert(&3u32),
+            )
+        });
+        assert_eq!(answers, (true, false, 0, Ok(())));
+        assert!(f.contains(&3u32));
+        assert_eq!(f.insert_unique(&4u32), Ok(true), "stripes released after");
+    }
+
+    #[test]
+    fn words_the_layout_never_writes_are_refused() {
+        let l = LayoutKind::Tags16x4;
+        let forwarded = |dst: &mut [u8]| -> std::io::Result<()> {
+            dst[8..16].copy_from_slice(&u64::MAX.to_ne_bytes());
+            Ok(())
+        };
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 0, 0, forwarded),
+            Err(FromPartsError::BadWord { bucket: 1 })
+        ));
+        let high_bits = |dst: &mut [u8]| -> std::io::Result<()> {
+            dst[0..8].copy_from_slice(&(1u64 << 62).to_ne_bytes());
+            Ok(())
+        };
+        assert!(matches!(
+            CuckooFilter::from_parts(LayoutKind::Tags12x5, 0, 64, 0, 0, high_bits),
+            Err(FromPartsError::BadWord { bucket: 0 })
+        ));
     }
 
     #[test]

@@ -129,6 +129,15 @@ pub(crate) fn without_tag<L: Layout>(word: u64, tag: u64) -> Option<u64> {
     Some(word & !(L::TAG_MASK << lowest_lane_shift::<L>(found)))
 }
 
+/// Whether `word` is a bucket this layout can produce: no lane holds the
+/// reserved all-ones tag (which also rules out the migration's forwarded
+/// marker) and no bit outside the lanes is set. For validating loaded data.
+#[inline]
+pub(crate) fn is_valid<L: Layout>(word: u64) -> bool {
+    let lane_bits = u64::MAX >> (64 - L::TAG_BITS * L::LANES);
+    zero_lanes::<L>(!word) == 0 && word & !lane_bits == 0
+}
+
 /// The tag in lane `lane` (0 if empty).
 #[inline(always)]
 pub(crate) fn lane<L: Layout>(word: u64, lane: u32) -> u64 {
@@ -256,6 +265,31 @@ mod tests {
     #[test]
     fn every_tag_in_every_lane_12x5() {
         every_tag_every_lane::<L12x5>();
+    }
+
+    fn validity<L: Layout>() {
+        assert!(is_valid::<L>(0));
+        for t in edge_tags::<L>() {
+            for lane in 0..L::LANES {
+                let w = t << (lane * L::TAG_BITS);
+                assert!(is_valid::<L>(w), "tag {t:#x} lane {lane}");
+                let reserved = L::TAG_MASK << (lane * L::TAG_BITS);
+                assert!(!is_valid::<L>(w | reserved), "reserved tag in lane {lane}");
+            }
+        }
+        assert!(
+            !is_valid::<L>(u64::MAX),
+            "the forwarded marker is not a bucket"
+        );
+        if L::TAG_BITS * L::LANES < 64 {
+            assert!(!is_valid::<L>(1 << 63), "bits outside the lanes");
+        }
+    }
+
+    #[test]
+    fn only_producible_words_are_valid() {
+        validity::<L16x4>();
+        validity::<L12x5>();
     }
 
     #[test]

@@ -24,18 +24,25 @@ use super::geometry::Located;
 use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED};
 use super::ops::{put, take, Sealed};
 use super::path::{self, Room};
-use super::table::{seal, StripeLock, Table, SEALED};
+use super::table::{is_stable, seal, StripeLock, Table, SEALED};
 use crate::sync::{Backoff, Ordering};
 
-/// The operation cannot finish now: the successor is itself sealed, or the
-/// key needs old buckets migrated that another thread is migrating. The
-/// caller helps, backs off, reloads the current table and tries again.
+/// Why an operation cannot finish now; the caller backs off, reloads the
+/// current table and tries again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Retry;
+pub(crate) enum Retry {
+    /// The successor is itself being replaced, or the key's old buckets
+    /// are in a chunk another thread is migrating: wait for it.
+    Wait,
+    /// Both buckets are forwarded and full, and no displacement path
+    /// through forwarded buckets frees one yet: more of the table must be
+    /// migrated first.
+    NeedRoom,
+}
 
 impl From<Sealed> for Retry {
     fn from(_: Sealed) -> Self {
-        Retry
+        Retry::Wait
     }
 }
 
@@ -88,7 +95,7 @@ fn read_copies<L: Layout>(
         // or remove of this tag (successor stripe held, odd) whose CAS one
         // of the loads saw makes this load see the stripe changed.
         let after = stripe.load(Ordering::Relaxed);
-        if before == after && before & 1 == 0 {
+        if before == after && is_stable(before) {
             return Ok(copies);
         }
         Shard::bump(&c.shard(at.i1).validation_retries);
@@ -172,7 +179,7 @@ pub(crate) fn insert<L: Layout>(
     loop {
         {
             let _lock = if unique {
-                let lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry)?;
+                let lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry::Wait)?;
                 if read_copies_locked::<L>(old, next, at, s) > 0 {
                     return Ok(false);
                 }
@@ -193,12 +200,13 @@ pub(crate) fn insert<L: Layout>(
         m.ensure::<L>(old, at.i1);
         m.ensure::<L>(old, at.i2);
         if !(is_forwarded(old, at.i1) && is_forwarded(old, at.i2)) {
-            return Err(Retry);
+            return Err(Retry::Wait);
         }
         let usable = |x: usize| is_forwarded(old, source_of(old, x));
         match path::make_room::<L>(next, s.i1, s.i2, shard, usable) {
             Room::Made => {}
-            Room::NoPath | Room::Sealed => return Err(Retry),
+            Room::NoPath => return Err(Retry::NeedRoom),
+            Room::Sealed => return Err(Retry::Wait),
         }
     }
 }
@@ -222,11 +230,30 @@ pub(crate) fn remove<L: Layout>(
     seal(old.stripe(at.i1, at.i2));
     // Holding the successor pair's stripe excludes every other move or
     // remove of this tag, in either table.
-    let _lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry)?;
+    let _lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry::Wait)?;
     let removed = take_either::<L>(old, next, at.i1, s.i1, at.tag, shard)
         || take_either::<L>(old, next, at.i2, s.i2, at.tag, shard);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);
     }
     Ok(removed)
+}
+
+/// Occupied lanes across a migrating table: old buckets not yet forwarded,
+/// and the successor's pair of each forwarded one (a scan, for `stats`).
+pub(crate) fn occupied<L: Layout>(old: &Table, next: &Table) -> usize {
+    let n = old.buckets();
+    (0..n)
+        .map(|j| {
+            // Relaxed: a diagnostic count, not a snapshot; orders nothing.
+            let w = old.word(j).load(Ordering::Relaxed);
+            let used = if w == FORWARDED {
+                bucket::occupied::<L>(next.word(j).load(Ordering::Relaxed))
+                    + bucket::occupied::<L>(next.word(j + n).load(Ordering::Relaxed))
+            } else {
+                bucket::occupied::<L>(w)
+            };
+            used as usize
+        })
+        .sum()
 }

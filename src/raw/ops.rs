@@ -22,7 +22,7 @@ use super::bucket::{self, Layout};
 use super::counters::{Counters, Shard};
 use super::geometry::Located;
 use super::path::{self, Room};
-use super::table::{StripeLock, Table, SEALED};
+use super::table::{is_stable, StripeLock, Table, SEALED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// The table is being replaced by its successor: go on there.
@@ -62,7 +62,7 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Resul
         }
         // Relaxed: ordered after the bucket loads by their Acquire (above).
         let after = stripe.load(Ordering::Relaxed);
-        if before == after && before & 1 == 0 {
+        if before == after && is_stable(before) {
             return Ok(false);
         }
         // Only the Acquire `before` may conclude "sealed": it synchronises
@@ -89,7 +89,7 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<u
         if before == SEALED {
             return Err(Sealed);
         }
-        if before & 1 == 0 {
+        if is_stable(before) {
             let w1 = t.word(i1).load(Ordering::Acquire);
             let w2 = t.word(i2).load(Ordering::Acquire);
             let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);

@@ -21,8 +21,20 @@ use super::words::{AllocError, Words};
 use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The value of a sealed stripe: odd, and beyond any version a stripe
-/// reaches by counting (2^63 holds at one per nanosecond take 292 years).
+/// reaches by counting (2^62 holds at one per nanosecond take 146 years).
 pub(crate) const SEALED: u64 = u64::MAX;
+
+/// Set on a held (odd) stripe whose holder only reads the pair (a
+/// snapshot): readers may trust a negative answer under it.
+pub(crate) const FROZEN: u64 = 1 << 62;
+
+/// Whether a reader that saw stripe value `v` before and after its bucket
+/// loads may trust what it read: no writer held the pair (`v` even), or
+/// its holder changes nothing there (frozen, not sealed).
+#[inline(always)]
+pub(crate) fn is_stable(v: u64) -> bool {
+    v & 1 == 0 || (v & FROZEN != 0 && v != SEALED)
+}
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
 /// stay in cache next to the buckets, many enough that writers on 2-8
@@ -305,6 +317,16 @@ impl Drop for Table {
                 drop(m.into_owned());
             }
         }
+    }
+}
+
+impl StripeLock<'_> {
+    /// Marks the hold as read-only: no bucket of the pair changes until it
+    /// ends, so validating readers may trust a negative answer meanwhile.
+    pub(crate) fn freeze(&self) {
+        // Release: pairs with a validating reader's Acquire load of the
+        // stripe, like the release in `drop`.
+        self.stripe.store(self.locked | FROZEN, Ordering::Release);
     }
 }
 
