@@ -66,11 +66,26 @@ fn usage_error(e: clap::Error) -> ExitCode {
             ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
         }
         _ => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("koel: error: {first} (see koel --help)");
+            eprintln!(
+                "koel: error: {} (see koel --help)",
+                one_line(&e.to_string())
+            );
             ExitCode::from(EXIT_ERROR)
         }
     }
+}
+
+/// Clap's message on one line: its first line, plus the indented list that
+/// follows a line ending in ':' (e.g. the missing required arguments).
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut out = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if out.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .collect();
+        out = format!("{} {}", out, listed.join(", "));
+    }
+    out
 }
