@@ -23,7 +23,10 @@ pub enum BuildError {
         /// Bytes that were requested.
         bytes: usize,
     },
-    /// `max_false_positive_rate` is not a number in `(0, 1]`.
+    /// A false-positive rate out of range: a cuckoo filter's
+    /// `max_false_positive_rate` must be in `(0, 1]`, a Bloom filter's
+    /// `false_positive_rate` in `1e-20..1` (below that an exact set is the
+    /// better tool).
     InvalidFalsePositiveRate(f64),
     /// The first table alone is larger than `max_memory`.
     ExceedsMaxMemory {
@@ -51,7 +54,7 @@ impl fmt::Display for BuildError {
             }
             BuildError::InvalidFalsePositiveRate(p) => write!(
                 f,
-                "max_false_positive_rate must be a number in (0, 1], got {p}"
+                "false-positive rate {p} is out of range: a cuckoo filter's max_false_positive_rate must be in (0, 1], a Bloom filter's false_positive_rate at least 1e-20 and below 1"
             ),
             BuildError::ExceedsMaxMemory { bytes, max } => write!(
                 f,
@@ -121,3 +124,90 @@ impl fmt::Display for InsertError {
 }
 
 impl std::error::Error for InsertError {}
+
+/// Why two Bloom filters cannot be united: their bits mean different keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnionError {
+    /// The filters have different numbers of blocks.
+    DifferentSize {
+        /// Blocks of the filter united into.
+        blocks: u64,
+        /// Blocks of the other filter.
+        other_blocks: u64,
+    },
+    /// The filters set different numbers of bits per key.
+    DifferentHashes {
+        /// Bits per key of the filter united into.
+        hashes: u32,
+        /// Bits per key of the other filter.
+        other_hashes: u32,
+    },
+    /// The filters hash keys with different seeds.
+    DifferentSeed,
+}
+
+impl fmt::Display for UnionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UnionError::DifferentSize {
+                blocks,
+                other_blocks,
+            } => write!(
+                f,
+                "cannot unite Bloom filters of {blocks} and {other_blocks} blocks: build both with the same capacity and false-positive rate"
+            ),
+            UnionError::DifferentHashes {
+                hashes,
+                other_hashes,
+            } => write!(
+                f,
+                "cannot unite Bloom filters setting {hashes} and {other_hashes} bits per key"
+            ),
+            UnionError::DifferentSeed => write!(
+                f,
+                "cannot unite Bloom filters with different hash seeds: build both with the same seed"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for UnionError {}
+
+/// Why [`advise`](crate::advise) cannot make a recommendation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AdviseError {
+    /// `items` is 0.
+    ZeroItems,
+    /// `false_positive_rate` is negative, NaN, or 1 or more (0 is valid: it
+    /// asks for no filter at all).
+    InvalidFalsePositiveRate,
+    /// The expected growth factor is below 1, infinite or NaN.
+    InvalidGrowth,
+    /// No filter of the recommended kind for this many items fits in an
+    /// address space.
+    TooManyItems,
+}
+
+impl fmt::Display for AdviseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AdviseError::ZeroItems => write!(f, "items must be at least 1"),
+            AdviseError::InvalidFalsePositiveRate => {
+                write!(f, "false_positive_rate must be at least 0 and below 1")
+            }
+            AdviseError::TooManyItems => {
+                write!(f, "no filter for this many items fits in memory")
+            }
+            AdviseError::InvalidGrowth => {
+                write!(
+                    f,
+                    "the expected growth factor must be a finite number of at least 1"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for AdviseError {}

@@ -107,6 +107,25 @@
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
 //!
+//! ## The Bloom sibling, and choosing between them
+//!
+//! [`BloomFilter`] is a concurrent blocked Bloom filter for insert-only
+//! sets: one 64-byte block (one cache line) per key, bits set with atomic
+//! `fetch_or`, sized from a capacity and a target false-positive rate with
+//! the blocked layout's exact false-positive model. [`advise`] turns what a
+//! set needs (items, rate, deletes, growth) into a recommendation with its
+//! memory and expected rate. Both filter kinds implement [`Filter`].
+//!
+//! ```
+//! let rec = koel::advise(koel::Requirements::new(1_000_000, 1e-3))?;
+//! assert_eq!(rec.kind, Some(koel::FilterKind::Bloom));
+//! let bloom = koel::BloomFilter::new(1_000_000, 1e-3);
+//! assert_eq!(bloom.memory_usage(), rec.memory_bytes);
+//! bloom.insert("alice");
+//! assert!(bloom.contains("alice"));
+//! # Ok::<(), koel::AdviseError>(())
+//! ```
+//!
 //! ## Hash portability
 //!
 //! Keys are hashed with a seeded `ahash`. Its output can change across
@@ -116,6 +135,8 @@
 
 #![warn(missing_docs)]
 
+mod advise;
+mod bloom;
 mod cuckoo;
 mod error;
 mod filter;
@@ -127,11 +148,13 @@ mod sync;
 #[doc(hidden)]
 pub mod loom_support;
 
+pub use advise::{advise, Configuration, GrowthPlan, Recommendation, Requirements, SetSize};
+pub use bloom::{BloomFilter, BloomFilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
 pub use cuckoo::{
     BatchInsertError, CuckooFilter, CuckooFilterBuilder, Growth, Pinned, Stats, DEFAULT_CAPACITY,
     DEFAULT_MAX_FALSE_POSITIVE_RATE,
 };
-pub use error::{BuildError, InsertError};
+pub use error::{AdviseError, BuildError, InsertError, UnionError};
 pub use filter::{Filter, FilterKind};
 
 // The README's Rust examples compile and run as doc tests.
@@ -148,5 +171,7 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<CuckooFilter>();
         assert_send_sync::<std::sync::Arc<CuckooFilter>>();
+        assert_send_sync::<BloomFilter>();
+        assert_send_sync::<std::sync::Arc<BloomFilter>>();
     }
 }
