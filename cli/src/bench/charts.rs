@@ -14,13 +14,15 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 /// Distinct, colour-blind-safe series colours (Okabe-Ito).
-pub const COLORS: [RGBColor; 6] = [
+pub const COLORS: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
     RGBColor(213, 94, 0),
     RGBColor(0, 158, 115),
     RGBColor(204, 121, 167),
     RGBColor(86, 180, 233),
     RGBColor(230, 159, 0),
+    RGBColor(60, 60, 60),
+    RGBColor(200, 185, 40),
 ];
 const WINDOW_SHADE: RGBColor = RGBColor(255, 214, 153);
 const FONT: &str = "sans-serif";
@@ -149,6 +151,11 @@ impl Lines<'_> {
         } else {
             (1.0, 10.0)
         };
+        self.log_within(area, series, lo, hi)
+    }
+
+    /// Log y from `lo` to `hi` (> 0), e.g. one span shared by panels.
+    pub fn log_within(&self, area: &Area<'_>, series: &[Series], lo: f64, hi: f64) -> DrawResult {
         // Ticks at 1, 2 and 5 times each power of ten: plotters' log axis
         // labels only the powers, too few over a short range.
         let mut ticks = Vec::new();
@@ -192,7 +199,8 @@ impl Bars<'_> {
             .flat_map(|g| g.2.iter().copied())
             .fold(0.0, f64::max)
             .max(1e-9)
-            * 1.22;
+            // Headroom for the value labels and the legend (a line per group).
+            * (1.15 + 0.05 * self.groups.len() as f64);
         let cats = &self.categories;
         let x_fmt = |x: &f64| {
             let i = x.round();
@@ -383,14 +391,22 @@ fn pct_points(m: &super::common::OpMeasure) -> Vec<(f64, f64)> {
 }
 
 fn latency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
-    let panels = root.split_evenly((1, r.lookups.len().max(1)));
-    for (i, area) in panels.iter().enumerate() {
-        let (Some(l), Some(ins), Some(del)) =
-            (r.lookups.get(i), r.inserts.get(i), r.deletes.get(i))
-        else {
-            continue;
-        };
-        let series = vec![
+    // One span for every panel, so that the filters compare at a glance.
+    let all = r
+        .lookups
+        .iter()
+        .flat_map(|l| [&l.positive, &l.negative])
+        .chain(r.inserts.iter().map(|i| &i.insert))
+        .chain(r.deletes.iter().map(|d| &d.remove))
+        .flat_map(|m| pct_points(m).into_iter().map(|p| p.1));
+    let lo = all.clone().fold(f64::INFINITY, f64::min).max(1.0) / 1.5;
+    // Headroom above the lines for the legend.
+    let hi = all.fold(1.0, f64::max) * 8.0;
+    let cols = 2;
+    let rows = r.lookups.len().div_ceil(cols).max(1);
+    let panels = root.split_evenly((rows, cols));
+    for (l, area) in r.lookups.iter().zip(panels.iter()) {
+        let mut series = vec![
             Series {
                 name: "contains, present key".into(),
                 color: COLORS[0],
@@ -403,19 +419,24 @@ fn latency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
                 points: pct_points(&l.negative),
                 dots: true,
             },
-            Series {
+        ];
+        // Inserts and removes of the same filter, where it has those rows.
+        if let Some(ins) = r.inserts.iter().find(|i| i.layout == l.layout) {
+            series.push(Series {
                 name: "insert (to rated capacity)".into(),
                 color: COLORS[2],
                 points: pct_points(&ins.insert),
                 dots: true,
-            },
-            Series {
+            });
+        }
+        if let Some(del) = r.deletes.iter().find(|d| d.layout == l.layout) {
+            series.push(Series {
                 name: "remove".into(),
                 color: COLORS[3],
                 points: pct_points(&del.remove),
                 dots: true,
-            },
-        ];
+            });
+        }
         let x_fmt = |x: &f64| {
             let i = x.round();
             if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < PCT_NAMES.len() {
@@ -439,7 +460,7 @@ fn latency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
             x_ticks: PCT_NAMES.len(),
             shade: None,
         }
-        .log(area, &series)?;
+        .log_within(area, &series, lo, hi)?;
     }
     Ok(())
 }
@@ -452,14 +473,18 @@ fn throughput(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     ];
     let mut groups = Vec::new();
     for (i, l) in r.lookups.iter().enumerate() {
-        let ins = r.inserts.get(i);
+        let ins = r.inserts.iter().find(|x| x.layout == l.layout);
+        let insert = ins.map(|x| x.ops_per_sec).or(l.insert_ops_per_sec);
+        let insert_many = ins
+            .map(|x| x.batch_ops_per_sec)
+            .or(l.insert_batch_ops_per_sec);
         groups.push((
             format!("{}, one call per key", l.layout),
             COLORS[2 * i % COLORS.len()],
             vec![
                 l.positive.ops_per_sec,
                 l.negative.ops_per_sec,
-                ins.map_or(0.0, |x| x.ops_per_sec),
+                insert.unwrap_or(0.0),
             ],
         ));
         groups.push((
@@ -468,7 +493,7 @@ fn throughput(root: &Area<'_>, r: &BenchResults) -> DrawResult {
             vec![
                 l.positive_batch_ops_per_sec,
                 l.negative_batch_ops_per_sec,
-                ins.map_or(0.0, |x| x.batch_ops_per_sec),
+                insert_many.unwrap_or(0.0),
             ],
         ));
     }
