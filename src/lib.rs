@@ -106,6 +106,11 @@
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
+//! With the default feature `rayon`, `par_contains`, `par_insert`,
+//! `par_insert_unique` and `ParallelExtend` run those batches on rayon's
+//! thread pool (one pin per chunk of 4096 keys). Tables of 4 MiB and more
+//! ask Linux for transparent huge pages; `stats().huge_pages` says whether
+//! the kernel agreed.
 //!
 //! ## The Bloom sibling, and choosing between them
 //!
@@ -155,6 +160,9 @@ pub use cuckoo::{
     DEFAULT_MAX_FALSE_POSITIVE_RATE,
 };
 pub use error::{AdviseError, BuildError, InsertError, UnionError};
+
+#[cfg(all(feature = "rayon", not(loom)))]
+pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
 
 // The README's Rust examples compile and run as doc tests.

@@ -168,3 +168,81 @@ impl CuckooFilter {
         Ok(())
     }
 }
+
+/// Keys buffered per `insert_many` call by `Extend` and `FromIterator`.
+const EXTEND_CHUNK: usize = 1024;
+
+/// Inserts every item, buffering keys and inserting each buffer with
+/// [`insert_many`](CuckooFilter::insert_many). Duplicates are stored as
+/// copies, as with [`insert`](CuckooFilter::insert).
+///
+/// The table grows as for [`insert`](CuckooFilter::insert) (with the
+/// default [`Growth::Double`](crate::Growth::Double)).
+///
+/// # Panics
+///
+/// `Extend` cannot report errors, so an insert that fails (a
+/// [`Growth::Fixed`](crate::Growth::Fixed) filter that is full, or growth
+/// stopped by its false-positive or memory limit) panics with a message
+/// naming [`insert_many`](CuckooFilter::insert_many), the fallible
+/// alternative. Items inserted before the panic stay in the filter.
+///
+/// ```
+/// let mut f = koel::CuckooFilter::with_capacity(1000);
+/// f.extend(0..500u32);
+/// assert_eq!(f.len(), 500);
+/// assert!(f.contains(&499u32));
+/// ```
+impl<K: Hash> Extend<K> for CuckooFilter {
+    fn extend<I: IntoIterator<Item = K>>(&mut self, items: I) {
+        let mut buf = Vec::with_capacity(EXTEND_CHUNK);
+        let flush = |buf: &mut Vec<K>| {
+            if let Err(e) = self.insert_many(buf) {
+                panic!("CuckooFilter::extend: {e}; use insert_many to handle a full filter");
+            }
+            buf.clear();
+        };
+        for k in items {
+            buf.push(k);
+            if buf.len() == EXTEND_CHUNK {
+                flush(&mut buf);
+            }
+        }
+        flush(&mut buf);
+    }
+}
+
+/// A filter with the default layout and a random seed holding every item
+/// (duplicates as copies), sized for the number of items.
+///
+/// The items are collected first, so the table is sized exactly for them
+/// and does not need to grow. Should an insert still fail, the filter is
+/// rebuilt an eighth larger until they all fit.
+///
+/// # Panics
+///
+/// If the table cannot be allocated, like `Vec`'s `FromIterator`. Use
+/// [`builder`](CuckooFilter::builder) and
+/// [`insert_many`](CuckooFilter::insert_many) to get errors instead.
+///
+/// ```
+/// let f: koel::CuckooFilter = (0..10_000u64).collect();
+/// assert_eq!(f.len(), 10_000);
+/// assert!((0..10_000u64).all(|k| f.contains(&k)));
+/// ```
+impl<K: Hash> FromIterator<K> for CuckooFilter {
+    fn from_iter<I: IntoIterator<Item = K>>(items: I) -> Self {
+        let keys: Vec<K> = items.into_iter().collect();
+        let mut capacity = keys.len().max(1);
+        loop {
+            let f = match CuckooFilter::builder().capacity(capacity).build() {
+                Ok(f) => f,
+                Err(e) => panic!("CuckooFilter::from_iter({} items): {e}", keys.len()),
+            };
+            if f.insert_many(&keys).is_ok() {
+                return f;
+            }
+            capacity = capacity.saturating_add(capacity / 8 + 64);
+        }
+    }
+}

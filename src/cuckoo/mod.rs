@@ -3,6 +3,8 @@
 mod batch;
 mod builder;
 mod growth;
+#[cfg(all(feature = "rayon", not(loom)))]
+mod parallel;
 mod pinned;
 pub(crate) mod snapshot;
 mod stats;
@@ -11,6 +13,8 @@ pub use batch::BatchInsertError;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
 pub(crate) use growth::GrowthPolicy;
 pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
+#[cfg(all(feature = "rayon", not(loom)))]
+pub use parallel::ParInsertError;
 pub use pinned::Pinned;
 pub use stats::Stats;
 
@@ -644,6 +648,7 @@ impl CuckooFilter {
                 buckets: t.buckets(),
                 load_factor,
                 memory_bytes: self.memory_usage(),
+                huge_pages: t.huge_pages(),
                 version_stripes: t.stripe_count(),
                 fingerprint_bits: self.fingerprint_bits(),
                 tags_per_bucket: self.tags_per_bucket(),

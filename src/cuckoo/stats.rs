@@ -23,6 +23,12 @@ pub struct Stats {
     pub load_factor: f64,
     /// Bytes of buckets and version stripes (both tables while migrating).
     pub memory_bytes: usize,
+    /// Whether the table asked the OS for transparent huge pages and the
+    /// kernel accepted (Linux, tables of 4 MiB or more, THP mode `always`
+    /// or `madvise`). `false` for smaller tables, other systems, or when
+    /// THP is off: the filter works the same, with more TLB misses.
+    /// Accepted advice is a request, not proof that every page is huge.
+    pub huge_pages: bool,
     /// Version stripes guarding bucket pairs.
     pub version_stripes: usize,
     /// Bits per tag.
@@ -69,5 +75,29 @@ impl Stats {
     /// Bits of table per stored item (`memory_bytes * 8 / len`).
     pub fn bits_per_item(&self) -> f64 {
         self.memory_bytes as f64 * 8.0 / self.len.max(1) as f64
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::CuckooFilter;
+
+    #[test]
+    fn small_filter_reports_no_huge_pages() {
+        let f = CuckooFilter::with_capacity(1000);
+        assert!(!f.stats().huge_pages);
+    }
+
+    /// 4M items need a 32 MiB table: it asks, and reports the kernel's
+    /// answer as this machine's THP settings predict it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_filter_reports_the_kernels_answer() {
+        use crate::raw::words::{tests::expected_answer, HugePages};
+        let f = CuckooFilter::with_capacity(4_000_000);
+        assert_eq!(
+            f.stats().huge_pages,
+            expected_answer() == HugePages::Accepted
+        );
     }
 }

@@ -17,7 +17,7 @@
 
 use super::geometry::Geometry;
 use super::migrate::Migration;
-use super::words::{AllocError, Words};
+use super::words::{AllocError, HugePages, Words};
 use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The value of a sealed stripe: odd, and beyond any version a stripe
@@ -186,6 +186,12 @@ impl Table {
         }
         #[cfg(not(all(target_arch = "x86_64", not(loom))))]
         let _ = bucket;
+    }
+
+    /// Whether the kernel accepted this table's request for transparent
+    /// huge pages (`false` also when the table was too small to ask).
+    pub(crate) fn huge_pages(&self) -> bool {
+        self.words.huge_pages() == HugePages::Accepted
     }
 
     pub(crate) fn words(&self) -> &[AtomicU64] {

@@ -3,8 +3,25 @@
 //! A table of hundreds of megabytes must never abort the process when the
 //! allocator says no, and should not be written twice (once by `calloc`-style
 //! zeroing in the kernel, once by a constructor loop). So the words come from
-//! `alloc_zeroed`, whose null result becomes an error. An all-zero
+//! `alloc_zeroed` (or, for large tables on Linux, an anonymous `mmap`),
+//! whose failure becomes an error. An all-zero
 //! `AtomicU64` is a valid atomic holding 0, i.e. an empty bucket.
+//!
+//! # Huge pages
+//!
+//! Every lookup touches two random buckets, so a large table costs two TLB
+//! misses per lookup with 4 KiB pages; with 2 MiB pages the page walk mostly
+//! hits the cache. On Linux a table of at least [`HUGE_PAGE_MIN_BYTES`] is
+//! therefore mapped directly with `mmap` (still zeroed lazily by the
+//! kernel, still fallible), its 2 MiB-aligned part is advised with
+//! `madvise(MADV_HUGEPAGE)`, and whether the kernel accepted the advice is
+//! recorded (see [`HugePages`]). Elsewhere, or for smaller tables, the words
+//! come from the global allocator and nothing is asked.
+//!
+//! `mmap` rather than an aligned `alloc_zeroed`: the standard allocator
+//! zeroes an over-aligned block by writing it, which touches every page with
+//! 4 KiB pages before the advice could apply (and costs a pass over the
+//! table).
 
 use crate::sync::AtomicU64;
 
@@ -14,19 +31,57 @@ pub(crate) struct AllocError {
     pub(crate) bytes: usize,
 }
 
+/// Tables of at least this many bytes ask for transparent huge pages.
+/// Below it the table's 4 KiB pages mostly fit the second-level TLB (1-2K
+/// entries on current x86 cores), so huge pages would buy little; above
+/// it a lookup's two random buckets usually miss the TLB, and the 2 MiB of
+/// alignment slack (address space only) is small next to the table.
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Whether a table's words asked the kernel for transparent huge pages, and
+/// the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) enum HugePages {
+    /// Too small, not Linux, or under loom: nothing was asked.
+    NotRequested,
+    /// `madvise(MADV_HUGEPAGE)` succeeded while transparent huge pages are
+    /// enabled (`always` or `madvise` mode) and not disabled for this
+    /// process: the kernel backs the table with 2 MiB pages where it can
+    /// find them (it may still use 4 KiB pages when memory is fragmented).
+    Accepted,
+    /// Asked, but the kernel has no THP support, THP is `never`, the
+    /// process disabled it (`PR_SET_THP_DISABLE`), or `madvise` failed. The
+    /// table works the same with 4 KiB pages.
+    Declined,
+}
+
 #[cfg(not(loom))]
 pub(crate) use std_words::Words;
 
 #[cfg(not(loom))]
 mod std_words {
-    use super::{AllocError, AtomicU64};
+    use super::{AllocError, AtomicU64, HugePages};
     use std::alloc::{alloc_zeroed, dealloc, Layout};
     use std::ptr::NonNull;
+
+    /// Where the words live, so `Drop` frees them the same way.
+    enum Backing {
+        /// `alloc_zeroed` with `Layout::array::<AtomicU64>(len)`.
+        Heap,
+        /// An anonymous mapping of `len` bytes from `base` (which may start
+        /// before the words: alignment slack).
+        #[cfg(target_os = "linux")]
+        Mapped { base: NonNull<u8>, len: usize },
+    }
 
     /// An owned, zero-initialised `[AtomicU64]` from a fallible allocation.
     pub(crate) struct Words {
         ptr: NonNull<AtomicU64>,
         len: usize,
+        backing: Backing,
+        huge_pages: HugePages,
     }
 
     // SAFETY: `Words` owns its allocation exclusively, like a
@@ -44,12 +99,31 @@ mod std_words {
                 return Ok(Words {
                     ptr: NonNull::dangling(),
                     len: 0,
+                    backing: Backing::Heap,
+                    huge_pages: HugePages::NotRequested,
+                });
+            }
+            #[cfg(target_os = "linux")]
+            if layout.size() >= super::HUGE_PAGE_MIN_BYTES {
+                return super::linux::map_zeroed(layout.size()).map(|m| Words {
+                    ptr: m.words,
+                    len,
+                    backing: Backing::Mapped {
+                        base: m.base,
+                        len: m.len,
+                    },
+                    huge_pages: m.huge_pages,
                 });
             }
             // SAFETY: the layout has a non-zero size, checked just above.
             let raw = unsafe { alloc_zeroed(layout) };
             let ptr = NonNull::new(raw.cast::<AtomicU64>()).ok_or(AllocError { bytes })?;
-            Ok(Words { ptr, len })
+            Ok(Words {
+                ptr,
+                len,
+                backing: Backing::Heap,
+                huge_pages: HugePages::NotRequested,
+            })
         }
 
         #[inline(always)]
@@ -72,6 +146,11 @@ mod std_words {
                 )
             }
         }
+
+        /// Whether these words asked for huge pages, and the answer.
+        pub(crate) fn huge_pages(&self) -> HugePages {
+            self.huge_pages
+        }
     }
 
     impl Drop for Words {
@@ -79,12 +158,115 @@ mod std_words {
             if self.len == 0 {
                 return;
             }
-            let layout =
-                Layout::array::<AtomicU64>(self.len).expect("layout was valid at allocation");
-            // SAFETY: `ptr` came from `alloc_zeroed` with this same layout and
-            // is freed exactly once, here.
-            unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
+            match self.backing {
+                Backing::Heap => {
+                    let layout = Layout::array::<AtomicU64>(self.len)
+                        .expect("layout was valid at allocation");
+                    // SAFETY: `ptr` came from `alloc_zeroed` with this same
+                    // layout and is freed exactly once, here.
+                    unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
+                }
+                #[cfg(target_os = "linux")]
+                Backing::Mapped { base, len } => {
+                    // SAFETY: `base..base + len` is the mapping made by
+                    // `map_zeroed`, unmapped exactly once, here; no borrow
+                    // of the words outlives `self`.
+                    unsafe { super::linux::unmap(base, len) };
+                }
+            }
         }
+    }
+}
+
+/// The Linux-only part: an anonymous mapping advised for huge pages.
+/// `libc` is a dependency on Linux only, for `mmap`, `madvise` and `prctl`.
+#[cfg(all(target_os = "linux", not(loom)))]
+mod linux {
+    use super::{AllocError, AtomicU64, HugePages};
+    use std::ptr::NonNull;
+
+    /// The size and alignment of a transparent huge page on x86_64 and
+    /// (with 4 KiB base pages) aarch64.
+    const HUGE_PAGE: usize = 2 << 20;
+
+    pub(super) struct Mapping {
+        pub(super) base: NonNull<u8>,
+        pub(super) len: usize,
+        pub(super) words: NonNull<AtomicU64>,
+        pub(super) huge_pages: HugePages,
+    }
+
+    /// `bytes` zeroed bytes starting at a 2 MiB boundary, advised for huge
+    /// pages. The mapping is `bytes + 2 MiB` long; the slack before the
+    /// boundary is never touched, so it costs address space, not memory.
+    pub(super) fn map_zeroed(bytes: usize) -> Result<Mapping, AllocError> {
+        let len = bytes.checked_add(HUGE_PAGE).ok_or(AllocError { bytes })?;
+        // SAFETY: an anonymous private mapping at an address of the
+        // kernel's choice aliases no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(AllocError { bytes });
+        }
+        let base = NonNull::new(raw.cast::<u8>()).ok_or(AllocError { bytes })?;
+        let skip = base.as_ptr().align_offset(HUGE_PAGE);
+        // SAFETY: `skip < HUGE_PAGE`, so `base + skip .. + bytes` lies inside
+        // the `bytes + HUGE_PAGE` mapping (and is not null).
+        let start = unsafe { base.add(skip) };
+        // SAFETY: `start` is 2 MiB- (so page-) aligned and `bytes` from it
+        // are mapped by us; the advice changes no contents.
+        let advised =
+            unsafe { libc::madvise(start.as_ptr().cast(), bytes, libc::MADV_HUGEPAGE) } == 0;
+        let huge_pages = if advised && thp_enabled() {
+            HugePages::Accepted
+        } else {
+            HugePages::Declined
+        };
+        Ok(Mapping {
+            base,
+            len,
+            words: start.cast::<AtomicU64>(),
+            huge_pages,
+        })
+    }
+
+    /// Unmaps a mapping from [`map_zeroed`].
+    ///
+    /// # Safety
+    ///
+    /// `base` and `len` are those of one `Mapping`, not yet unmapped, and
+    /// nothing borrows its memory any more.
+    pub(super) unsafe fn unmap(base: NonNull<u8>, len: usize) {
+        // SAFETY: the caller guarantees a live, unborrowed mapping. A
+        // failure (only for invalid arguments) would leak, never corrupt.
+        unsafe { libc::munmap(base.as_ptr().cast(), len) };
+    }
+
+    /// Whether advised memory gets huge pages: the system-wide mode is
+    /// `always` or `madvise` and this process did not opt out with
+    /// `prctl(PR_SET_THP_DISABLE)`. Read per large table (a few
+    /// microseconds, next to allocating megabytes).
+    fn thp_enabled() -> bool {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled");
+        let system = mode.is_ok_and(|m| system_mode_allows(&m));
+        // SAFETY: PR_GET_THP_DISABLE takes no pointer arguments and only
+        // reads a process flag.
+        let process_off = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) } == 1;
+        system && !process_off
+    }
+
+    /// Whether the `enabled` file's selected (bracketed) mode lets advised
+    /// memory use huge pages.
+    pub(super) fn system_mode_allows(enabled: &str) -> bool {
+        enabled.contains("[always]") || enabled.contains("[madvise]")
     }
 }
 
@@ -111,9 +293,88 @@ mod loom_words {
             &self.0
         }
 
+        /// Loom models tiny tables: nothing asks for huge pages.
+        pub(crate) fn huge_pages(&self) -> super::HugePages {
+            super::HugePages::NotRequested
+        }
+
         /// Loading saved tables is not modelled under loom.
         pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
             unimplemented!("loom models do not load saved tables")
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+pub(crate) mod tests {
+    use super::*;
+    use crate::sync::Ordering;
+
+    const WORD: usize = std::mem::size_of::<u64>();
+
+    /// Fresh words are zero and writable at both ends.
+    fn check_zeroed_and_writable(w: &Words) {
+        let s = w.as_slice();
+        assert!(s.iter().all(|x| x.load(Ordering::Relaxed) == 0), "zeroed");
+        s[0].store(1, Ordering::Relaxed);
+        s[s.len() - 1].store(2, Ordering::Relaxed);
+        assert_eq!(s[0].load(Ordering::Relaxed), 1);
+        assert_eq!(s[s.len() - 1].load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn small_tables_do_not_ask_for_huge_pages() {
+        let w = Words::zeroed(HUGE_PAGE_MIN_BYTES / WORD - 1).unwrap();
+        assert_eq!(w.huge_pages(), HugePages::NotRequested);
+        check_zeroed_and_writable(&w);
+        assert_eq!(
+            Words::zeroed(0).unwrap().huge_pages(),
+            HugePages::NotRequested
+        );
+    }
+
+    /// The kernel's answer as this machine's settings predict it, read
+    /// independently of the code under test: THP mode from sysfs, the
+    /// process opt-out from `/proc/self/status` (`THP_enabled: 0`).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn expected_answer() -> HugePages {
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        let selected = mode
+            .split_whitespace()
+            .find(|w| w.starts_with('['))
+            .unwrap_or("[absent]");
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let process_off = status
+            .lines()
+            .any(|l| l.starts_with("THP_enabled:") && l.ends_with('0'));
+        match selected {
+            "[always]" | "[madvise]" if !process_off => HugePages::Accepted,
+            _ => HugePages::Declined,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_tables_ask_and_report_what_the_kernel_allows() {
+        let len = HUGE_PAGE_MIN_BYTES / WORD * 2 + 3;
+        let w = Words::zeroed(len).unwrap();
+        assert_eq!(w.as_slice().len(), len);
+        assert_eq!(w.huge_pages(), expected_answer());
+        assert_eq!(
+            w.as_slice().as_ptr() as usize % (2 << 20),
+            0,
+            "words start on a huge-page boundary"
+        );
+        check_zeroed_and_writable(&w);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn selected_mode_decides() {
+        assert!(linux::system_mode_allows("always [madvise] never\n"));
+        assert!(linux::system_mode_allows("[always] madvise never\n"));
+        assert!(!linux::system_mode_allows("always madvise [never]\n"));
+        assert!(!linux::system_mode_allows(""));
     }
 }
