@@ -1,7 +1,7 @@
 //! The filters the commands run on: koel's kinds behind one trait, plus a
 //! deliberately broken test double that proves the stress checker can fail.
 
-use koel::{CuckooFilter, Filter, InsertError};
+use koel::{BloomFilter, CuckooFilter, Filter, InsertError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What the commands report about a filter at one moment. Fields a kind
@@ -103,6 +103,16 @@ impl CliFilter for CuckooFilter {
     }
 }
 
+impl CliFilter for BloomFilter {
+    fn describe(&self) -> String {
+        format!(
+            "bloom, {} bits set per key in one of {} 64-byte blocks",
+            self.hashes(),
+            self.blocks()
+        )
+    }
+}
+
 /// A broken filter for testing the testers: a [`CuckooFilter`] that
 /// silently drops every `drop_every`-th insert (reports success, stores
 /// nothing), i.e. a filter with false negatives. `koel stress` must catch
@@ -190,6 +200,8 @@ impl CliFilter for LossyFilter {
 pub enum KindArg {
     /// The concurrent cuckoo filter (insert, remove, count).
     Cuckoo,
+    /// The concurrent blocked Bloom filter (insert only; no remove).
+    Bloom,
     /// A cuckoo filter that drops 1 insert in 1000: for testing the checker.
     #[value(hide = true)]
     LossyTestDouble,
@@ -239,7 +251,18 @@ pub fn build_cuckoo(
         .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))
 }
 
-/// Builds the filter `kind` for `capacity` items.
+/// The Bloom filter rate matching a cuckoo layout's: what the cuckoo
+/// filter reaches at full load with `fingerprint_bits`-bit tags.
+fn bloom_fpr(fingerprint_bits: u32) -> f64 {
+    if fingerprint_bits == 12 {
+        2.4e-3
+    } else {
+        1.2e-4
+    }
+}
+
+/// Builds the filter `kind` for `capacity` items (a Bloom filter at the
+/// rate of the cuckoo layout `fingerprint_bits`).
 ///
 /// # Errors
 ///
@@ -250,8 +273,21 @@ pub fn build(
     fingerprint_bits: u32,
     seed: Option<u64>,
 ) -> anyhow::Result<Box<dyn CliFilter>> {
+    if kind == KindArg::Bloom {
+        let mut builder = BloomFilter::builder()
+            .capacity(capacity)
+            .false_positive_rate(bloom_fpr(fingerprint_bits));
+        if let Some(seed) = seed {
+            builder = builder.seed(seed);
+        }
+        let bloom = builder.build().map_err(|e| {
+            anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}")
+        })?;
+        return Ok(Box::new(bloom));
+    }
     let cuckoo = build_cuckoo(capacity as u64, fingerprint_bits, seed)?;
     Ok(match kind {
+        KindArg::Bloom => unreachable!("built above"),
         KindArg::Cuckoo => Box::new(cuckoo),
         KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo, 1000)),
     })

@@ -5,6 +5,7 @@
 //! Every command returns an [`Outcome`]; errors are `anyhow` chains printed
 //! as one line.
 
+pub mod advise;
 pub mod bench;
 pub mod dedup;
 pub mod filters;

@@ -1,13 +1,14 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{bench, dedup, stress, EXIT_ERROR};
+use koel_cli::{advise, bench, dedup, stress, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
 Examples:
   koel stress                         # 10-second concurrency stress test with a correctness check
   koel dedup events.log > unique.log  # drop repeated records, keep input order
+  koel advise --items 10M --fpr 1e-3 --deletes   # which filter, how big
   koel help stress                    # the options of one command
 
 Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
@@ -28,6 +29,8 @@ enum Command {
     /// Writes each record the first time its key is seen, in input order,
     /// on N threads sharing one cuckoo filter.
     Dedup(dedup::Args),
+    /// Recommends a filter (kind, size, layout) for a set's requirements.
+    Advise(advise::Args),
     /// Runs the design study's test matrix (lookups, FPR, inserts, deletes,
     /// load curve, threads, growth, key distributions) and writes a
     /// Markdown report with SVG plots.
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stress(args) => stress::main(args),
         Command::Dedup(args) => dedup::main(args),
+        Command::Advise(args) => advise::main(args),
         Command::Bench(args) => bench::main(args),
     };
     match result {

@@ -35,6 +35,7 @@ Examples:
   koel stress --threads 4 --duration 30 --keys zipf:0.99
   koel stress --mix read=50,insert=40,remove=10 --items 10M --plot stress.svg
   koel stress --duration 2 --json > stress.json
+  koel stress --kind bloom                      # the Bloom filter (no removes)
 
 Exit status: 0 if no false negative was seen, 1 if any was (the filter lost
 a key), 2 on a usage or runtime error.";
@@ -55,9 +56,10 @@ pub struct Args {
     /// Filter capacity in items [default: --items].
     #[arg(long, value_parser = parse::count)]
     pub capacity: Option<u64>,
-    /// Operation mix, as weights (percentages) of read, insert and remove.
-    #[arg(long, default_value = "read=90,insert=9,remove=1")]
-    pub mix: Mix,
+    /// Operation mix, as weights (percentages) of read, insert and remove
+    /// [default: read=90,insert=9,remove=1; read=90,insert=10 for bloom].
+    #[arg(long)]
+    pub mix: Option<Mix>,
     /// Run time in seconds (e.g. 10, 2.5, 500ms).
     #[arg(long, default_value = "10", value_parser = parse::duration, allow_negative_numbers = true)]
     pub duration: Duration,
@@ -68,7 +70,8 @@ pub struct Args {
     /// Fraction of the keys inserted before the timed run.
     #[arg(long, default_value_t = 0.5, value_parser = parse::fraction, allow_negative_numbers = true)]
     pub prefill: f64,
-    /// Fingerprint bits of the cuckoo filter: 16 or 12.
+    /// Fingerprint bits of the cuckoo filter: 16 or 12 (for bloom: sized
+    /// for the same false-positive rate).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(12..=16))]
     pub fingerprint_bits: u32,
     /// Hash and key seed, for a reproducible key sequence.
@@ -177,10 +180,22 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         crate::check_writable(path)?;
     }
     let filter = filters::build(args.kind, capacity, args.fingerprint_bits, args.seed)?;
+    let mix = args.mix.unwrap_or(match args.kind {
+        KindArg::Bloom => Mix {
+            read: 90,
+            insert: 10,
+            remove: 0,
+        },
+        _ => Mix {
+            read: 90,
+            insert: 9,
+            remove: 1,
+        },
+    });
     let config = Config {
         threads,
         items: args.items,
-        mix: args.mix,
+        mix,
         duration: args.duration,
         keys: args.keys,
         prefill: args.prefill,

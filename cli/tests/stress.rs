@@ -327,3 +327,35 @@ fn growth_events_are_reported_when_the_filter_doubles() {
     );
     assert_eq!(v["check"]["final_false_negatives"], 0);
 }
+
+#[test]
+fn bloom_kind_passes_the_check_and_refuses_removes() {
+    koel()
+        .args([
+            "stress",
+            "--kind",
+            "bloom",
+            "--duration",
+            "0.4",
+            "--items",
+            "50k",
+        ])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("koel stress: bloom"))
+        .stdout(predicates::str::contains(
+            "check        OK: 0 false negatives",
+        ));
+    assert_one_line_error(
+        &[
+            "stress",
+            "--kind",
+            "bloom",
+            "--duration",
+            "0.2",
+            "--mix",
+            "read=90,remove=10",
+        ],
+        "cannot remove",
+    );
+}
