@@ -77,9 +77,11 @@
 //! * `contains` and `count` still never write and never take a lock: for a
 //!   key whose buckets were already moved they read the successor, validated
 //!   against its version stripe;
-//! * writers each migrate at most one chunk of 256 buckets (plus the chunks
-//!   of their own two buckets if nobody has claimed them), so no single
-//!   operation pays for the whole table;
+//! * writers each migrate one chunk of 256 buckets (plus the chunks of
+//!   their own two buckets if nobody has claimed them; more only while
+//!   their key finds no room in the successor yet), so no operation pays
+//!   for the whole table; a writer whose buckets are in a chunk another
+//!   thread is copying waits for that chunk;
 //! * no operation can miss a key whose insert it happens-after, and
 //!   `insert_unique` still has exactly one winner;
 //! * the old table is retired through the epoch collector and freed once no
@@ -146,6 +148,8 @@ mod cuckoo;
 mod error;
 mod filter;
 mod hash;
+#[cfg(not(loom))]
+mod persist;
 mod raw;
 mod sync;
 
@@ -164,6 +168,8 @@ pub use error::{AdviseError, BuildError, InsertError, UnionError};
 #[cfg(all(feature = "rayon", not(loom)))]
 pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
+#[cfg(not(loom))]
+pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
 
 // The README's Rust examples compile and run as doc tests.
 #[cfg(doctest)]

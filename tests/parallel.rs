@@ -2,7 +2,7 @@
 //! the same answers as the sequential operations, exact lengths, no false
 //! negatives.
 
-#![cfg(feature = "rayon")]
+#![cfg(all(feature = "rayon", not(loom)))]
 
 use koel::{CuckooFilter, Growth, InsertError};
 use rayon::prelude::*;

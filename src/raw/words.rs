@@ -68,7 +68,7 @@ mod std_words {
 
     /// Where the words live, so `Drop` frees them the same way.
     enum Backing {
-        /// `alloc_zeroed` with `Layout::array::<AtomicU64>(len)`.
+        /// `alloc_zeroed` with `heap_layout(len)`.
         Heap,
         /// An anonymous mapping of `len` bytes from `base` (which may start
         /// before the words: alignment slack).
@@ -90,11 +90,23 @@ mod std_words {
     // SAFETY: shared access only hands out `&[AtomicU64]`, which is `Sync`.
     unsafe impl Sync for Words {}
 
+    /// Heap words are aligned to a cache line, so that a 64-byte block of
+    /// eight words (the Bloom filter's unit) is one line.
+    const HEAP_ALIGN: usize = 64;
+
+    fn heap_layout(len: usize) -> Result<Layout, AllocError> {
+        let bytes = len.saturating_mul(std::mem::size_of::<AtomicU64>());
+        len.checked_mul(std::mem::size_of::<AtomicU64>())
+            .and_then(|size| Layout::from_size_align(size, HEAP_ALIGN).ok())
+            .ok_or(AllocError { bytes })
+    }
+
     impl Words {
-        /// `len` zeroed words, or the size that could not be allocated.
+        /// `len` zeroed words, cache-line aligned (2 MiB-aligned when
+        /// mapped for huge pages), or the size that could not be allocated.
         pub(crate) fn zeroed(len: usize) -> Result<Self, AllocError> {
-            let bytes = len.saturating_mul(std::mem::size_of::<AtomicU64>());
-            let layout = Layout::array::<AtomicU64>(len).map_err(|_| AllocError { bytes })?;
+            let layout = heap_layout(len)?;
+            let bytes = layout.size();
             if layout.size() == 0 {
                 return Ok(Words {
                     ptr: NonNull::dangling(),
@@ -160,8 +172,7 @@ mod std_words {
             }
             match self.backing {
                 Backing::Heap => {
-                    let layout = Layout::array::<AtomicU64>(self.len)
-                        .expect("layout was valid at allocation");
+                    let layout = heap_layout(self.len).expect("layout was valid at allocation");
                     // SAFETY: `ptr` came from `alloc_zeroed` with this same
                     // layout and is freed exactly once, here.
                     unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };

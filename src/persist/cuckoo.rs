@@ -1,0 +1,501 @@
+//! Saving and loading a [`CuckooFilter`].
+
+use super::error::LoadError;
+use super::file;
+use super::format::{self, Header};
+use super::saved::{self, PayloadCheck, Saved};
+use super::stream;
+use crate::cuckoo::snapshot::FromPartsError;
+use crate::cuckoo::{CuckooFilter, LayoutKind};
+use crate::filter::FilterKind;
+use crate::raw::bucket::{self, L12x5, L16x4, Layout};
+use crate::raw::geometry::{MAX_M0, MIN_M0};
+use crate::sync::{AtomicU64, Ordering};
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+/// A cuckoo header's shape, validated.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    pub(crate) layout: LayoutKind,
+    pub(crate) m0: u64,
+    pub(crate) generation: u32,
+    /// Payload bytes: `8 * (m0 << generation)`.
+    pub(crate) payload_len: u64,
+}
+
+/// Checks every cuckoo-specific header field except the hash probe (which
+/// [`inspect`](crate::inspect) reports instead of refusing). Allocates
+/// nothing.
+pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
+    let found = h.kind()?;
+    if found != FilterKind::Cuckoo {
+        return Err(LoadError::WrongKind {
+            expected: FilterKind::Cuckoo,
+            found,
+        });
+    }
+    for (offset, value) in [
+        (format::offset::PARAM32, u64::from(h.param32)),
+        (format::offset::PARAM64, h.param64),
+    ] {
+        if value != 0 {
+            return Err(LoadError::ReservedNotZero { offset, value });
+        }
+    }
+    let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
+        (16, 4, 1) => LayoutKind::Tags16x4,
+        (12, 5, 1) => LayoutKind::Tags12x5,
+        _ => {
+            return Err(LoadError::UnsupportedLayout {
+                tag_bits: h.tag_bits,
+                tags_per_bucket: h.tags_per_bucket,
+                words_per_bucket: h.words_per_bucket,
+            })
+        }
+    };
+    if h.m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&h.m0) {
+        return Err(LoadError::InvalidM0 { m0: h.m0 });
+    }
+    // Each generation spends one tag bit on the region; 4 must remain (the
+    // rule `from_parts` applies too).
+    let generation = u32::from(h.generation);
+    if generation + 4 > layout.tag_bits() {
+        return Err(LoadError::InvalidGeneration {
+            generation: h.generation,
+            tag_bits: h.tag_bits,
+        });
+    }
+    // m0 <= 2^32 and generation <= 12: no overflow below 2^47 bytes.
+    let buckets = h.m0 << generation;
+    if h.buckets != buckets {
+        return Err(LoadError::BucketCountMismatch {
+            stored: h.buckets,
+            expected: buckets,
+        });
+    }
+    let payload_len = buckets * 8;
+    if h.payload_len != payload_len {
+        return Err(LoadError::PayloadLengthMismatch {
+            stored: h.payload_len,
+            expected: payload_len,
+        });
+    }
+    Ok(Shape {
+        layout,
+        m0: h.m0,
+        generation,
+        payload_len,
+    })
+}
+
+/// Checks bucket words as they stream past: counts occupied slots and
+/// remembers the first word no filter could have written.
+pub(crate) struct WordCheck {
+    layout: LayoutKind,
+    words: u64,
+    pub(crate) counted: u64,
+    pub(crate) first_bad: Option<(u64, &'static str)>,
+}
+
+impl WordCheck {
+    pub(crate) fn new(layout: LayoutKind) -> Self {
+        WordCheck {
+            layout,
+            words: 0,
+            counted: 0,
+            first_bad: None,
+        }
+    }
+
+    fn absorb_in<L: Layout>(&mut self, bytes: &[u8]) {
+        let lane_bits = L::TAG_BITS * L::LANES;
+        let outside = if lane_bits == 64 {
+            0
+        } else {
+            !0u64 << lane_bits
+        };
+        let words = || bytes.chunks_exact(8).map(stream::le_word);
+        // One branch-free pass in the common case; a second only to find a
+        // bad word.
+        let (occupied, bad) = scan::<L>(bytes);
+        self.counted += occupied;
+        if bad != 0 && self.first_bad.is_none() {
+            self.first_bad = words().enumerate().find_map(|(i, w)| {
+                let at = self.words + i as u64;
+                if w & outside != 0 {
+                    Some((at, "bits above the last tag lane are set"))
+                } else if bucket::count::<L>(w, L::TAG_MASK) != 0 {
+                    Some((at, "a lane holds the reserved all-ones tag"))
+                } else {
+                    None
+                }
+            });
+        }
+        self.words += (bytes.len() / 8) as u64;
+    }
+}
+
+impl PayloadCheck for WordCheck {
+    fn absorb(&mut self, bytes: &[u8]) {
+        match self.layout {
+            LayoutKind::Tags16x4 => self.absorb_in::<L16x4>(bytes),
+            LayoutKind::Tags12x5 => self.absorb_in::<L12x5>(bytes),
+        }
+    }
+
+    fn counted(&self) -> u64 {
+        self.counted
+    }
+
+    fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+        if let Some((word, reason)) = self.first_bad {
+            return Err(LoadError::CorruptPayload { word, reason });
+        }
+        if stored_count != self.counted {
+            return Err(LoadError::ItemCountMismatch {
+                stored: stored_count,
+                counted: self.counted,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Occupied slots in the little-endian bucket words `bytes`, and a
+/// non-zero mask if some word holds the reserved all-ones tag or bits above
+/// its last lane.
+///
+/// SWAR without a popcount (x86-64's baseline has none, and a software
+/// `count_ones` per word halves the save speed): each word adds 1 to a
+/// per-lane counter for every empty lane, and the counters are summed every
+/// `BLOCK` words, before a 12-bit lane counter could overflow. Plain adds,
+/// ands and shifts, which the compiler vectorises.
+fn scan<L: Layout>(bytes: &[u8]) -> (u64, u64) {
+    const BLOCK: usize = 2048;
+    let lane_bits = L::TAG_BITS * L::LANES;
+    let outside = if lane_bits == 64 {
+        0
+    } else {
+        !0u64 << lane_bits
+    };
+    // High bit of each lane of `x` that is zero (no borrow between lanes:
+    // the low bits plus all-ones-below-high carry into the high bit only).
+    let zero_lanes = |x: u64| !(((x & L::BELOW_HIGH) + L::BELOW_HIGH) | x) & L::HIGH;
+    let mut empty = 0u64;
+    let mut bad = 0u64;
+    for block in bytes.chunks(BLOCK * 8) {
+        let mut lanes = 0u64;
+        for w in block.chunks_exact(8).map(stream::le_word) {
+            lanes += zero_lanes(w) >> (L::TAG_BITS - 1);
+            // A lane of all ones is a zero lane of the complement.
+            bad |= zero_lanes(!w & !outside) | (w & outside);
+        }
+        for lane in 0..L::LANES {
+            empty += (lanes >> (lane * L::TAG_BITS)) & L::TAG_MASK;
+        }
+    }
+    let words = (bytes.len() / 8) as u64;
+    (words * u64::from(L::LANES) - empty, bad)
+}
+
+/// Writes `words` into `out` as little-endian bytes; returns the occupied
+/// slots among them.
+fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
+    for (dst, word) in out.chunks_exact_mut(8).zip(words) {
+        // Relaxed: the snapshot's stripe holds (Acquire) order every move
+        // and remove before this load; a plain insert racing it may or may
+        // not be seen, as documented. Each word is loaded once, and the
+        // slots are counted from the bytes written, so the two agree.
+        dst.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
+    }
+    scan::<L>(out).0
+}
+
+fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
+    match e {
+        // `shape` already refused these; kept for a loader that skipped it.
+        FromPartsError::BadM0(m0) => LoadError::InvalidM0 { m0 },
+        FromPartsError::BadGeneration(_) => LoadError::InvalidGeneration {
+            generation: shape.generation as u8,
+            tag_bits: shape.layout.tag_bits() as u8,
+        },
+        FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
+            bytes: shape.payload_len,
+        },
+        // The payload check refuses these first, with its reason.
+        FromPartsError::BadWord { bucket } => LoadError::CorruptPayload {
+            word: bucket as u64,
+            reason: "the layout never writes this word (reserved tag or bits outside the lanes)",
+        },
+        FromPartsError::Fill(e) => LoadError::Io(e),
+    }
+}
+
+impl Saved for CuckooFilter {
+    type Shape = Shape;
+    type Check = WordCheck;
+
+    fn shape(h: &Header) -> Result<Shape, LoadError> {
+        shape(h)
+    }
+
+    fn payload_len(shape: &Shape) -> u64 {
+        shape.payload_len
+    }
+
+    fn check(shape: &Shape) -> WordCheck {
+        WordCheck::new(shape.layout)
+    }
+
+    fn build(
+        shape: &Shape,
+        h: &Header,
+        count: u64,
+        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
+    ) -> Result<Self, LoadError> {
+        CuckooFilter::from_parts(
+            shape.layout,
+            h.seed,
+            shape.m0,
+            shape.generation,
+            count,
+            fill,
+        )
+        .map_err(|e| from_parts_error(e, shape))
+    }
+}
+
+impl CuckooFilter {
+    /// Writes the filter in koel's file format (see the README's "Saving
+    /// and loading") to `writer`.
+    ///
+    /// Streams the table in 1 MiB chunks, so it runs at the speed of the
+    /// writer and needs no second copy of the table in memory. Pass a
+    /// buffered or fast writer: every chunk is one `write_all`.
+    ///
+    /// # Concurrency
+    ///
+    /// Other threads may keep using the filter. The file holds every item
+    /// whose insert happened before this call and that no `remove` took
+    /// before it; an item inserted during the call may or may not be in it.
+    /// While the table streams out, no tag may move or be removed: inserts
+    /// that need a displacement, `insert_unique` and `remove` wait until it
+    /// is written (they take the version stripes the save holds frozen);
+    /// every lookup and inserts into free slots go on. Writing to a slow
+    /// device therefore stalls those writers for as long as it takes; to
+    /// bound the stall, write to memory or the page cache first.
+    ///
+    /// A growing filter is saved after its current migration finishes, as
+    /// one table of its current generation. The growth settings
+    /// ([`Growth`](crate::Growth), `max_memory`, `max_false_positive_rate`)
+    /// are not in format version 1: a loaded filter has the builder's
+    /// defaults.
+    ///
+    /// # Errors
+    ///
+    /// Any error of `writer`; what was written until then is not a valid
+    /// file (its checksum and trailer are missing).
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::builder().capacity(1000).seed(1).build()?;
+    /// f.insert("a")?;
+    /// let mut bytes = Vec::new();
+    /// f.write_to(&mut bytes)?;
+    /// let g = koel::CuckooFilter::read_from(&bytes[..])?;
+    /// assert!(g.contains("a"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
+        self.with_snapshot(|view| {
+            let header = Header {
+                kind: format::KIND_CUCKOO,
+                hash_algorithm: format::HASH_AHASH_V1,
+                flags: 0,
+                tag_bits: view.layout.tag_bits() as u8,
+                tags_per_bucket: view.layout.lanes() as u8,
+                words_per_bucket: 1,
+                generation: view.generation as u8,
+                m0: view.m0,
+                buckets: view.words.len() as u64,
+                seed: view.seed,
+                probe: saved::probe(view.seed),
+                payload_len: view.words.len() as u64 * 8,
+                param32: 0,
+                param64: 0,
+            };
+            saved::write_file(writer, header, view.words, |chunk, out| match view.layout {
+                LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
+                LayoutKind::Tags12x5 => encode::<L12x5>(chunk, out),
+            })
+        })
+    }
+
+    /// Reads a filter written by [`write_to`](Self::write_to) or
+    /// [`save`](Self::save) from `reader`, checking every field, the
+    /// payload and the checksum before the filter is returned.
+    ///
+    /// Reads exactly the file's bytes, nothing after them. Never allocates
+    /// more than the input justifies: the payload is buffered as it
+    /// arrives (growing with it), then copied into the table, so memory
+    /// peaks at twice the table. [`load`](Self::load) reads a path with
+    /// one copy.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] saying what is wrong: a damaged, truncated or
+    /// foreign file, another format version or filter kind, a build that
+    /// hashes differently, a read error.
+    pub fn read_from<R: Read>(reader: R) -> Result<CuckooFilter, LoadError> {
+        saved::read_from(reader)
+    }
+
+    /// Saves the filter to `path` atomically: it writes a temporary file
+    /// in the same directory, syncs it to disk, renames it over `path` and
+    /// syncs the directory. A crash or error at any point leaves either the
+    /// old file or the new one at `path`, never a mix; on error the
+    /// temporary file is removed.
+    ///
+    /// Concurrency as in [`write_to`](Self::write_to); the stripes are
+    /// released before the final sync.
+    ///
+    /// The new file gets the default permissions of a new file (the old
+    /// file's are not copied), and a symbolic link at `path` is replaced by
+    /// the file, not followed.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error (the old file at `path` is then untouched).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("seen.koel");
+    /// let f = koel::CuckooFilter::with_capacity(10_000);
+    /// f.insert("order-17")?;
+    /// f.save(&path)?;
+    /// let g = koel::CuckooFilter::load(&path)?;
+    /// assert!(g.contains("order-17"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
+        file::replace_atomically(path.as_ref(), |f| self.write_to(f))
+    }
+
+    /// Loads a filter saved with [`save`](Self::save) (or any file written
+    /// by [`write_to`](Self::write_to)).
+    ///
+    /// Checks the header, then that the file is exactly as long as the
+    /// header announces, before allocating the table; then reads the
+    /// payload straight into the table and verifies it and the checksum.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_from`](Self::read_from), plus
+    /// [`LoadError::FileLengthMismatch`] for a file shorter or longer than
+    /// its header says.
+    pub fn load(path: impl AsRef<Path>) -> Result<CuckooFilter, LoadError> {
+        saved::load(path.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[u64]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn word_check_counts_slots_and_finds_the_first_bad_word() {
+        let mut c = WordCheck::new(LayoutKind::Tags16x4);
+        c.absorb(&words(&[0, 0x0001_0000_0000_0002, 0xFFFE_FFFE_FFFE_FFFE]));
+        assert_eq!(c.counted, 6);
+        assert!(c.first_bad.is_none());
+        c.absorb(&words(&[0x0000_FFFF_0000_0000, 0xFFFF]));
+        assert_eq!(c.counted, 8);
+        assert_eq!(
+            c.first_bad,
+            Some((3, "a lane holds the reserved all-ones tag"))
+        );
+        assert!(matches!(
+            c.verdict(8),
+            Err(LoadError::CorruptPayload { word: 3, .. })
+        ));
+
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0x0FFE_0000_0000_0001, 1 << 60]));
+        assert_eq!(c.counted, 2);
+        assert_eq!(
+            c.first_bad,
+            Some((1, "bits above the last tag lane are set"))
+        );
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0xFFF << 24]));
+        assert_eq!(c.first_bad.map(|b| b.0), Some(0));
+        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        c.absorb(&words(&[0x0FFE_FFEF_FEFF_EFFE]));
+        assert_eq!((c.counted, c.first_bad), (5, None));
+        assert!(matches!(
+            c.verdict(4),
+            Err(LoadError::ItemCountMismatch {
+                stored: 4,
+                counted: 5
+            })
+        ));
+    }
+
+    fn scan_matches_per_word_counts<L: Layout>() {
+        // Random words with many empty and full lanes, over several blocks.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let ws: Vec<u64> = (0..5000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let keep = if i % 3 == 0 { x.rotate_left(17) } else { !0 };
+                x & keep & (L::LOW * L::TAG_MASK) & !(L::LOW << (i % 4))
+            })
+            .collect();
+        let expected: u64 = ws
+            .iter()
+            .map(|&w| u64::from(bucket::occupied::<L>(w)))
+            .sum();
+        let reserved = ws.iter().any(|&w| bucket::count::<L>(w, L::TAG_MASK) > 0);
+        let (occupied, bad) = scan::<L>(&words(&ws));
+        assert_eq!((occupied, bad != 0), (expected, reserved));
+        let full = L::LOW * (L::TAG_MASK - 1);
+        let run = vec![full; 4500];
+        assert_eq!(scan::<L>(&words(&run)).0, 4500 * u64::from(L::LANES));
+        assert_eq!(scan::<L>(&words(&vec![0; 4500])), (0, 0));
+        assert_ne!(scan::<L>(&words(&[0, L::TAG_MASK << L::TAG_BITS])).1, 0);
+    }
+
+    #[test]
+    fn swar_scan_counts_like_the_per_word_count() {
+        scan_matches_per_word_counts::<L16x4>();
+        scan_matches_per_word_counts::<L12x5>();
+    }
+
+    #[test]
+    fn a_grown_geometry_round_trips() {
+        // A table of generation 2 (four regions), built from parts the way
+        // growth will leave one: every field survives the file.
+        let l = LayoutKind::Tags16x4;
+        let src = CuckooFilter::from_parts(l, 5, 128, 2, 0, |_| Ok(())).unwrap();
+        let keys: Vec<u64> = (0..1500).collect();
+        for k in &keys {
+            src.insert(k).unwrap();
+        }
+        let mut bytes = Vec::new();
+        src.write_to(&mut bytes).unwrap();
+        assert_eq!(bytes[19], 2, "generation byte");
+        let back = CuckooFilter::read_from(&bytes[..]).unwrap();
+        assert_eq!(back.stats().generation, 2);
+        assert_eq!(back.capacity(), src.capacity());
+        assert_eq!(back.len(), 1500);
+        for k in 0..20_000u64 {
+            assert_eq!(back.contains(&k), src.contains(&k), "key {k}");
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Why a saved filter could not be loaded.
+
+use crate::filter::FilterKind;
+use std::fmt;
+use std::io;
+
+/// Why a saved filter could not be loaded (or inspected).
+///
+/// Every field of a file is checked before anything is allocated for it,
+/// so a damaged or hostile file gets one of these, never a panic, never a
+/// wrong filter and never an allocation larger than the input justifies.
+/// The [`Display`](fmt::Display) text says what is wrong in words.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// Reading failed for a reason other than the input ending.
+    Io(io::Error),
+    /// The input ended early.
+    Truncated {
+        /// The part being read: `"header"`, `"payload"` or `"trailer"`.
+        section: &'static str,
+        /// Bytes that part needs.
+        expected: u64,
+        /// Bytes of it that were there.
+        found: u64,
+    },
+    /// The first 8 bytes are not koel's magic: not a koel file at all.
+    NotKoelFile {
+        /// The bytes found instead.
+        found: [u8; 8],
+    },
+    /// A koel file of a format version this build cannot read.
+    UnsupportedVersion {
+        /// The file's version.
+        found: u16,
+        /// The version this build reads and writes.
+        supported: u16,
+    },
+    /// The header's checksum does not match its bytes: the header is
+    /// damaged.
+    HeaderChecksumMismatch {
+        /// The checksum stored in the file.
+        stored: u64,
+        /// The checksum of the header bytes as read.
+        computed: u64,
+    },
+    /// The filter-kind byte names no kind this build knows.
+    UnknownKind(u8),
+    /// The file holds another kind of filter than the one asked for.
+    WrongKind {
+        /// The kind the caller asked to load.
+        expected: FilterKind,
+        /// The kind in the file.
+        found: FilterKind,
+    },
+    /// The hash-algorithm byte names no algorithm this build implements.
+    UnknownHashAlgorithm(u8),
+    /// Flag bits this build does not understand are set.
+    UnknownFlags(u32),
+    /// A reserved header field is not zero.
+    ReservedNotZero {
+        /// Byte offset of the field in the header.
+        offset: usize,
+        /// Its value.
+        value: u64,
+    },
+    /// Tag bits and tags per bucket (and words per bucket) are not a layout
+    /// this build supports.
+    UnsupportedLayout {
+        /// Bits per tag in the file.
+        tag_bits: u8,
+        /// Tags per bucket in the file.
+        tags_per_bucket: u8,
+        /// 64-bit words per bucket in the file.
+        words_per_bucket: u8,
+    },
+    /// Bits per key or words per block are not a Bloom layout this build
+    /// supports.
+    UnsupportedBloomLayout {
+        /// Bits each key sets, in the file.
+        bits_per_key: u8,
+        /// 64-bit words per block, in the file.
+        words_per_block: u8,
+    },
+    /// The Bloom filter was saved by a build that maps keys to bits
+    /// differently: loading it would lose items.
+    UnsupportedBitMapping {
+        /// The file's mapping version.
+        found: u32,
+        /// This build's.
+        supported: u32,
+    },
+    /// A Bloom filter's block count is zero or beyond an address space.
+    InvalidBlockCount {
+        /// The file's block count.
+        blocks: u64,
+    },
+    /// A Bloom filter's sizing capacity is zero or beyond `usize`.
+    InvalidCapacity {
+        /// The file's capacity.
+        capacity: u64,
+    },
+    /// A Bloom filter's target false-positive rate is outside `1e-20..1`.
+    InvalidFalsePositiveRate {
+        /// The file's rate.
+        rate: f64,
+    },
+    /// `m0` (buckets per region) is odd or out of range.
+    InvalidM0 {
+        /// The file's `m0`.
+        m0: u64,
+    },
+    /// The generation leaves fewer than 4 tag bits to discriminate keys, or
+    /// makes the table too large to address.
+    InvalidGeneration {
+        /// The file's generation.
+        generation: u8,
+        /// The file's tag bits.
+        tag_bits: u8,
+    },
+    /// The bucket count is not `m0 << generation`.
+    BucketCountMismatch {
+        /// The bucket count stored in the file.
+        stored: u64,
+        /// `m0 << generation`.
+        expected: u64,
+    },
+    /// The payload length does not match the bucket count.
+    PayloadLengthMismatch {
+        /// The payload length stored in the file.
+        stored: u64,
+        /// The length the bucket count requires.
+        expected: u64,
+    },
+    /// The file's length does not match the length its header announces.
+    FileLengthMismatch {
+        /// Bytes the header announces (header, payload and trailer).
+        expected: u64,
+        /// Bytes in the file.
+        actual: u64,
+    },
+    /// The hash probe differs: this build hashes keys differently from the
+    /// one that saved the file (another `ahash` version or CPU features),
+    /// so loading it would answer "absent" for keys that are in it.
+    HashProbeMismatch {
+        /// The probe stored in the file.
+        stored: u64,
+        /// This build's hash of the probe input under the file's seed.
+        computed: u64,
+    },
+    /// The checksum over header, payload and item count does not match:
+    /// the file is damaged.
+    ChecksumMismatch {
+        /// The checksum stored in the file.
+        stored: u64,
+        /// The checksum of the bytes as read.
+        computed: u64,
+    },
+    /// A bucket word holds a value no filter writes (the checksum matched,
+    /// so the file was written so, not damaged later).
+    CorruptPayload {
+        /// Index of the first bad bucket word.
+        word: u64,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The item count in the trailer differs from the occupied slots in
+    /// the payload.
+    ItemCountMismatch {
+        /// The count stored in the file.
+        stored: u64,
+        /// Occupied slots counted in the payload.
+        counted: u64,
+    },
+    /// The file is valid, but the allocator refused the table.
+    AllocationFailed {
+        /// Bytes requested.
+        bytes: u64,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Io(e) => write!(f, "could not read the filter: {e}"),
+            LoadError::Truncated {
+                section,
+                expected,
+                found,
+            } => write!(
+                f,
+                "file is truncated: the {section} needs {expected} bytes, only {found} are there"
+            ),
+            LoadError::NotKoelFile { found } => write!(
+                f,
+                "not a koel filter file: it starts with {found:02x?} instead of koel's magic bytes"
+            ),
+            LoadError::UnsupportedVersion { found, supported } => write!(
+                f,
+                "koel file format version {found} is not supported: this build reads version {supported}"
+            ),
+            LoadError::HeaderChecksumMismatch { stored, computed } => write!(
+                f,
+                "header is damaged: its checksum is {computed:#018x}, the file says {stored:#018x}"
+            ),
+            LoadError::UnknownKind(k) => write!(f, "unknown filter kind {k} in the header"),
+            LoadError::WrongKind { expected, found } => write!(
+                f,
+                "the file holds a {} filter, not a {} filter",
+                found.name(),
+                expected.name()
+            ),
+            LoadError::UnknownHashAlgorithm(id) => write!(
+                f,
+                "unknown hash algorithm {id}: this build hashes with ahash (id 1) only"
+            ),
+            LoadError::UnknownFlags(flags) => write!(
+                f,
+                "header flags {flags:#x} are not understood by this build (it knows none)"
+            ),
+            LoadError::ReservedNotZero { offset, value } => write!(
+                f,
+                "reserved header field at byte {offset} is {value:#x}, must be 0"
+            ),
+            LoadError::UnsupportedLayout {
+                tag_bits,
+                tags_per_bucket,
+                words_per_bucket,
+            } => write!(
+                f,
+                "unsupported cuckoo bucket layout: {tag_bits}-bit tags, {tags_per_bucket} per bucket, \
+                 {words_per_bucket} word(s) per bucket (supported: 16 x 4 and 12 x 5 in 1 word)"
+            ),
+            LoadError::UnsupportedBloomLayout {
+                bits_per_key,
+                words_per_block,
+            } => write!(
+                f,
+                "unsupported Bloom layout: {bits_per_key} bits per key, {words_per_block} words \
+                 per block (supported: 8, 16, 24 or 32 bits in 8 words)"
+            ),
+            LoadError::UnsupportedBitMapping { found, supported } => write!(
+                f,
+                "the Bloom filter was saved with key-to-bit mapping {found}, this build uses \
+                 {supported}: loading it would lose items, so it is refused"
+            ),
+            LoadError::InvalidBlockCount { blocks } => write!(
+                f,
+                "Bloom block count {blocks} is impossible (it must be at least 1 and fit in memory)"
+            ),
+            LoadError::InvalidCapacity { capacity } => {
+                write!(f, "Bloom capacity {capacity} is impossible (it must be at least 1)")
+            }
+            LoadError::InvalidFalsePositiveRate { rate } => write!(
+                f,
+                "Bloom target false-positive rate {rate} is outside 1e-20..1"
+            ),
+            LoadError::InvalidM0 { m0 } => write!(
+                f,
+                "buckets per region (m0) is {m0}: it must be even and between 64 and 2^32"
+            ),
+            LoadError::InvalidGeneration {
+                generation,
+                tag_bits,
+            } => write!(
+                f,
+                "generation {generation} is impossible with {tag_bits}-bit tags \
+                 (at most {} keeps 4 tag bits)",
+                tag_bits.saturating_sub(4)
+            ),
+            LoadError::BucketCountMismatch { stored, expected } => write!(
+                f,
+                "bucket count {stored} does not match m0 << generation = {expected}"
+            ),
+            LoadError::PayloadLengthMismatch { stored, expected } => write!(
+                f,
+                "payload length {stored} does not match the bucket count, which needs {expected} bytes"
+            ),
+            LoadError::FileLengthMismatch { expected, actual } => {
+                let what = if actual < expected {
+                    "truncated"
+                } else {
+                    "longer than its header says"
+                };
+                write!(
+                    f,
+                    "file is {what}: the header announces {expected} bytes, the file has {actual}"
+                )
+            }
+            LoadError::HashProbeMismatch { stored, computed } => write!(
+                f,
+                "this build hashes keys differently from the one that saved the file \
+                 (probe {computed:#018x}, file says {stored:#018x}; another ahash version or \
+                 CPU features?): loading it would lose items, so it is refused"
+            ),
+            LoadError::ChecksumMismatch { stored, computed } => write!(
+                f,
+                "file is damaged: its checksum is {computed:#018x}, the file says {stored:#018x}"
+            ),
+            LoadError::CorruptPayload { word, reason } => {
+                write!(f, "bucket word {word} is invalid: {reason}")
+            }
+            LoadError::ItemCountMismatch { stored, counted } => write!(
+                f,
+                "item count {stored} in the file does not match the {counted} occupied slots in its payload"
+            ),
+            LoadError::AllocationFailed { bytes } => {
+                write!(f, "could not allocate {bytes} bytes for the filter's table")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoadError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for LoadError {
+    fn from(e: io::Error) -> Self {
+        LoadError::Io(e)
+    }
+}
