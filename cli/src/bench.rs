@@ -4,7 +4,8 @@
 //! Each part of the matrix is a module: [`lookups`] (positive and negative
 //! lookups, FPR), [`inserts`], [`deletes`] (with the same-tag collision
 //! case), [`load_curve`] (insert failures from 0 to 100% load),
-//! [`concurrency`] (throughput and retries by thread count), [`growth`]
+//! [`concurrency`] (throughput and retries by thread count), [`restart`]
+//! (save and load: time, checksum, identical answers), [`growth`]
 //! (the doubling window) and [`distributions`] (key shapes). [`markdown`]
 //! writes the report and [`charts`] the plots.
 
@@ -18,6 +19,7 @@ pub mod inserts;
 pub mod load_curve;
 pub mod lookups;
 pub mod markdown;
+pub mod restart;
 
 use crate::{parse, progress, Outcome};
 use anyhow::{bail, Context};
@@ -167,6 +169,8 @@ pub struct BenchResults {
     pub load_curves: Vec<load_curve::LoadCurve>,
     /// Row 6.
     pub concurrency: Vec<concurrency::ConcurrencyRow>,
+    /// Row 7.
+    pub restart: Vec<restart::RestartRow>,
     /// Row 8.
     pub growth: Vec<growth::GrowthRow>,
     /// Row 9.
@@ -229,6 +233,14 @@ impl BenchResults {
                 ));
             }
         }
+        for r in &self.restart {
+            if r.mismatches > 0 || !r.checksum_valid || !r.corruption_refused {
+                failed.push(format!(
+                    "restart {}: {} answers changed, checksum valid: {}, corrupted copy refused: {}",
+                    r.layout, r.mismatches, r.checksum_valid, r.corruption_refused
+                ));
+            }
+        }
         for r in &self.growth {
             if r.false_negatives > 0 || r.failed_inserts > 0 {
                 failed.push(format!(
@@ -254,9 +266,10 @@ impl BenchResults {
 /// # Errors
 ///
 /// A filter or key buffer cannot be allocated, or a part cannot start.
-pub fn run(config: Config) -> anyhow::Result<BenchResults> {
+/// Save/load files go to `scratch` (and are removed).
+pub fn run(config: Config, scratch: &Path) -> anyhow::Result<BenchResults> {
     let load_average = load_average();
-    let bar = progress::bar(Some(7), "{spinner} bench [{bar:20}] {pos}/{len} {msg}");
+    let bar = progress::bar(Some(8), "{spinner} bench [{bar:20}] {pos}/{len} {msg}");
     let mut section_secs = Vec::new();
     let mut section = |name: &str| {
         bar.set_message(name.to_string());
@@ -276,6 +289,9 @@ pub fn run(config: Config) -> anyhow::Result<BenchResults> {
     bar.inc(1);
     section("concurrency");
     let concurrency = concurrency::run(&config)?;
+    bar.inc(1);
+    section("restart");
+    let restart = restart::run(&config, scratch)?;
     bar.inc(1);
     section("growth");
     let growth = growth::run(&config)?;
@@ -303,6 +319,7 @@ pub fn run(config: Config) -> anyhow::Result<BenchResults> {
         deletes,
         load_curves,
         concurrency,
+        restart,
         growth,
         distributions,
         section_secs,
@@ -327,7 +344,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     // Fail before a run of minutes, not after it.
     crate::check_writable(&args.out.join("report.md"))?;
     let started = Instant::now();
-    let results = run(config)?;
+    let results = run(config, &args.out)?;
     let total_secs = started.elapsed().as_secs_f64();
     write_all(&args.out, &results, total_secs)?;
     println!(
@@ -379,7 +396,8 @@ mod tests {
 
     #[test]
     fn the_checker_passes_a_real_run_and_flags_each_kind_of_failure() {
-        let clean = run(tiny()).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        let clean = run(tiny(), scratch.path()).unwrap();
         assert_eq!(clean.failed_checks(), Vec::<String>::new());
 
         let mut r = clean.clone();
@@ -397,6 +415,10 @@ mod tests {
         let mut r = clean.clone();
         r.concurrency[0].false_negatives = 3;
         assert!(r.failed_checks()[0].contains("concurrency"));
+
+        let mut r = clean.clone();
+        r.restart[0].mismatches = 1;
+        assert!(r.failed_checks()[0].contains("restart"));
 
         let mut r = clean;
         r.growth[1].false_negatives = 1;

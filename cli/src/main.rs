@@ -32,7 +32,7 @@ enum Command {
     /// Recommends a filter (kind, size, layout) for a set's requirements.
     Advise(advise::Args),
     /// Runs the design study's test matrix (lookups, FPR, inserts, deletes,
-    /// load curve, threads, growth, key distributions) and writes a
+    /// load curve, threads, save/load, growth, key distributions) and writes a
     /// Markdown report with SVG plots.
     Bench(bench::Args),
 }

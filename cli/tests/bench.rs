@@ -163,6 +163,20 @@ fn quick_run_writes_a_sane_report_with_every_plot() {
         assert!(num(x, &["ops_per_sec"]) > 1e4, "{x}");
     }
 
+    // Restart: same answers, valid checksum, corruption refused.
+    let restart = rows(&results, "restart");
+    assert_eq!(restart.len(), 2);
+    for x in restart {
+        assert_eq!(num(x, &["mismatches"]), 0.0, "{x}");
+        assert_eq!(x["checksum_valid"], Value::Bool(true), "{x}");
+        assert_eq!(x["corruption_refused"], Value::Bool(true), "{x}");
+        assert!(num(x, &["file_bytes"]) > 0.0, "{x}");
+    }
+    assert!(
+        !dir.path().join("restart-16bit.koel").exists(),
+        "the save/load file is removed"
+    );
+
     // Growth: 16x or more, nothing lost, the peak while doubling above the
     // final size.
     for g in rows(&results, "growth") {

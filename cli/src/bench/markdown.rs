@@ -311,8 +311,32 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     let _ = writeln!(s, "## 7. Restart (save / load)\n");
     let _ = writeln!(
         s,
-        "Not measured: persistence (`save`/`load`) is not in this build of koel yet. This row will time save and load, verify the checksum and compare every answer before and after once it lands.\n"
+        "Each filter at rated capacity is saved to a file (`save`: temporary file, fsync, rename, fsync of the directory) and loaded back (`load`, from the page cache), written to and read from memory (`write_to` / `read_from`), checked with `inspect`, and asked every inserted key and {} never-inserted ones, like the original. A copy with one payload byte flipped must be refused.\n",
+        human::count(c.negatives)
     );
+    let _ = writeln!(
+        s,
+        "| layout | file | save | load | write_to (memory) | read_from (memory) | checksum valid | header items | corrupted copy refused | probes | answers changed |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for x in &r.restart {
+        let ms = |secs: f64| human::nanos((secs * 1e9) as u64);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            x.layout,
+            human::bytes(x.file_bytes),
+            ms(x.save_secs),
+            ms(x.load_secs),
+            ms(x.write_to_secs),
+            ms(x.read_from_secs),
+            yes(x.checksum_valid),
+            x.header_items.map_or("-".to_string(), human::count),
+            yes(x.corruption_refused),
+            human::count(x.probes),
+            x.mismatches
+        );
+    }
+    s.push('\n');
 
     // 8
     let _ = writeln!(s, "## 8. Growth\n");
