@@ -7,7 +7,7 @@ mod input;
 pub use engine::{run, KeySpec, Options, Totals};
 pub use input::Inputs;
 
-use crate::filters::{self, CliFilter, KindArg};
+use crate::filters::{self, CliFilter};
 use crate::{human, parse, progress, Outcome};
 use anyhow::Context;
 use std::fs::File;
@@ -20,6 +20,7 @@ Examples:
   koel dedup events.log > unique.log                 # whole line is the key
   koel dedup --field 2 --delimiter , orders.csv -o unique.csv
   cat a.log b.log | koel dedup --threads 4 --expected 50M > unique.log
+  koel dedup --state seen.koel today.log > new-today.log  # continues across runs
 
 The key is the whole line, or field K (1-based) split on the delimiter
 (default: tab); records without field K are passed through. A record is
@@ -62,12 +63,13 @@ pub struct Args {
     /// Hash seed (default: random).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Loads the filter from FILE if it exists and saves it there at the
+    /// end (atomically), so that dedup continues across runs.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
     /// Bytes per chunk of input (bounded memory: a few chunks per thread).
     #[arg(long, default_value = "1M", value_parser = parse::count, hide = true)]
     pub chunk_bytes: u64,
-    /// Filter kind.
-    #[arg(long, value_enum, default_value_t = KindArg::Cuckoo, hide = true)]
-    pub kind: KindArg,
 }
 
 /// `--delimiter`: one byte, or `tab`.
@@ -99,8 +101,15 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         None => inputs.estimate_records()?.unwrap_or(DEFAULT_EXPECTED),
     };
     let bits = args.fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
-    let capacity = usize::try_from(expected).context("--expected does not fit in memory")?;
-    let filter = filters::build(args.kind, capacity, bits, args.seed)?;
+    let filter = match &args.state {
+        Some(path) if path.exists() => crate::build::load(path)?,
+        Some(path) => {
+            // Fail now, not after the whole input.
+            crate::check_writable(path)?;
+            filters::build_cuckoo(expected, bits, args.seed)?
+        }
+        None => filters::build_cuckoo(expected, bits, args.seed)?,
+    };
 
     let mut output: Box<dyn Write + Send> = match &args.output {
         Some(path) => Box::new(BufWriter::with_capacity(
@@ -127,9 +136,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     );
     let fpr_before = filter.false_positive_rate();
     let start = Instant::now();
-    let result = run(filter.as_ref(), &mut inputs, &mut output, options, &|n| {
-        bar.inc(n)
-    });
+    let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
     let totals = match result {
         Ok(t) => t,
@@ -137,7 +144,12 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         Err(e) => return Err(e),
     };
     let secs = start.elapsed().as_secs_f64();
-    summary(filter.as_ref(), &totals, secs, threads, fpr_before);
+    if let Some(path) = &args.state {
+        filter
+            .save(path)
+            .with_context(|| format!("cannot save --state {}", path.display()))?;
+    }
+    summary(&filter, &totals, secs, threads, fpr_before);
     Ok(Outcome::Success)
 }
 

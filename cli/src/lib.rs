@@ -7,15 +7,19 @@
 
 pub mod advise;
 pub mod bench;
+pub mod build;
 pub mod dedup;
 pub mod filters;
 pub mod human;
+pub mod info;
 pub mod keys;
 pub mod latency;
 pub mod parse;
 pub mod plot;
 pub mod progress;
+pub mod query;
 pub mod stress;
+pub mod verify;
 
 /// How a command ended, as the process exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

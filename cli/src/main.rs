@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{advise, bench, dedup, stress, EXIT_ERROR};
+use koel_cli::{advise, bench, build, dedup, info, query, stress, verify, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -9,6 +9,7 @@ Examples:
   koel stress                         # 10-second concurrency stress test with a correctness check
   koel dedup events.log > unique.log  # drop repeated records, keep input order
   koel advise --items 10M --fpr 1e-3 --deletes   # which filter, how big
+  koel build --input keys.txt --output keys.koel && koel query keys.koel some-key
   koel help stress                    # the options of one command
 
 Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
@@ -29,6 +30,14 @@ enum Command {
     /// Writes each record the first time its key is seen, in input order,
     /// on N threads sharing one cuckoo filter.
     Dedup(dedup::Args),
+    /// Builds a filter file from a list of keys.
+    Build(build::Args),
+    /// Looks keys up in a filter file: maybe (present) or absent.
+    Query(query::Args),
+    /// Shows what a filter file holds: header, items, load, memory, FPR.
+    Info(info::Args),
+    /// Checks a filter file's checksum and invariants.
+    Verify(verify::Args),
     /// Recommends a filter (kind, size, layout) for a set's requirements.
     Advise(advise::Args),
     /// Runs the design study's test matrix (lookups, FPR, inserts, deletes,
@@ -45,6 +54,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Stress(args) => stress::main(args),
         Command::Dedup(args) => dedup::main(args),
+        Command::Build(args) => build::main(args),
+        Command::Query(args) => query::main(args),
+        Command::Info(args) => info::main(args),
+        Command::Verify(args) => verify::main(args),
         Command::Advise(args) => advise::main(args),
         Command::Bench(args) => bench::main(args),
     };

@@ -1,0 +1,74 @@
+//! `koel query`: is a key (maybe) in a filter file?
+
+use crate::Outcome;
+use anyhow::Context;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::PathBuf;
+
+const EXAMPLES: &str = "\
+Examples:
+  koel query users.koel alice             # prints 'maybe\\talice' or 'absent\\talice'
+  koel query users.koel alice bob carol
+  koel query users.koel < names.txt        # one key per line
+  if koel query users.koel \"$name\" >/dev/null; then echo seen; fi
+
+Exit status with a single key on the command line: 0 if maybe present, 1
+if absent. Otherwise 0. 2 on an error (missing or damaged file).";
+
+/// Options of `koel query`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct Args {
+    /// The filter file.
+    pub file: PathBuf,
+    /// Keys to look up [default: one per line from stdin].
+    pub keys: Vec<String>,
+}
+
+/// Runs `koel query`.
+///
+/// # Errors
+///
+/// The file cannot be loaded, or stdin or stdout fail.
+pub fn main(args: Args) -> anyhow::Result<Outcome> {
+    let filter = crate::build::load_any(&args.file)?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut answer = |key: &[u8]| -> anyhow::Result<bool> {
+        let hit = filter.contains_hash(filter.hash_bytes(key));
+        out.write_all(if hit { b"maybe\t" } else { b"absent\t" })
+            .and_then(|()| out.write_all(key))
+            .and_then(|()| out.write_all(b"\n"))
+            .context("cannot write output")?;
+        Ok(hit)
+    };
+    if args.keys.is_empty() {
+        let mut stdin = std::io::stdin().lock();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if stdin
+                .read_until(b'\n', &mut line)
+                .context("cannot read stdin")?
+                == 0
+            {
+                break;
+            }
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
+            answer(&line)?;
+        }
+        out.flush().context("cannot write output")?;
+        return Ok(Outcome::Success);
+    }
+    let mut hits = 0;
+    for key in &args.keys {
+        hits += usize::from(answer(key.as_bytes())?);
+    }
+    out.flush().context("cannot write output")?;
+    Ok(if args.keys.len() == 1 && hits == 0 {
+        Outcome::CheckFailed
+    } else {
+        Outcome::Success
+    })
+}

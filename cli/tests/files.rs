@@ -1,0 +1,299 @@
+//! The filter-file commands end to end: build, query, info, verify, and
+//! dedup --state; damaged and foreign files are one error line.
+
+mod common;
+
+use common::{assert_one_line_error, koel};
+use std::path::Path;
+
+/// Builds a filter file of `user-1..=n` in `dir`.
+fn build_users(dir: &Path, n: u32) -> std::path::PathBuf {
+    let keys: String = (1..=n).map(|i| format!("user-{i}\n")).collect();
+    let input = dir.join("users.txt");
+    std::fs::write(&input, keys).unwrap();
+    let file = dir.join("users.koel");
+    koel()
+        .args(["build", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "{} keys read",
+            koel_cli::human::count(u64::from(n))
+        )));
+    file
+}
+
+#[test]
+fn every_built_key_is_found_and_absent_keys_mostly_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = build_users(dir.path(), 20_000);
+    let present: String = (1..=20_000).map(|i| format!("user-{i}\n")).collect();
+    let out = koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin(present)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 20_000);
+    assert!(
+        text.lines().all(|l| l.starts_with("maybe\tuser-")),
+        "a built key was reported absent"
+    );
+    let absent: String = (0..20_000).map(|i| format!("nobody-{i}\n")).collect();
+    let out = koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin(absent)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let maybes = text.lines().filter(|l| l.starts_with("maybe")).count();
+    assert!(
+        maybes < 20,
+        "{maybes} false positives in 20,000 absent keys"
+    );
+}
+
+#[test]
+fn a_single_key_query_answers_with_its_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = build_users(dir.path(), 100);
+    koel()
+        .arg("query")
+        .arg(&file)
+        .arg("user-7")
+        .assert()
+        .code(0)
+        .stdout("maybe\tuser-7\n");
+    koel()
+        .arg("query")
+        .arg(&file)
+        .arg("stranger")
+        .assert()
+        .code(1)
+        .stdout("absent\tstranger\n");
+    // Several keys: 0 whatever the answers.
+    koel()
+        .arg("query")
+        .arg(&file)
+        .args(["stranger", "user-1"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn info_and_verify_describe_an_intact_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = build_users(dir.path(), 5_000);
+    koel()
+        .arg("info")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("kind         cuckoo"))
+        .stdout(predicates::str::contains("checksum     valid"))
+        .stdout(predicates::str::contains("hash probe   matches this build"))
+        .stdout(predicates::str::contains("fpr"));
+    koel()
+        .arg("verify")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("OK"));
+}
+
+/// Runs `koel args` and asserts a failed check: exit 1, one stderr line
+/// containing `needle`, no panic.
+fn assert_check_fails(args: &[&std::ffi::OsStr], needle: &str) {
+    let out = koel().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(!stderr.contains("panicked"));
+}
+
+#[test]
+fn damaged_truncated_and_foreign_files_are_reported_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = build_users(dir.path(), 5_000);
+    let bytes = std::fs::read(&file).unwrap();
+
+    let flipped = dir.path().join("flipped.koel");
+    let mut b = bytes.clone();
+    b[bytes.len() / 2] ^= 0x40;
+    std::fs::write(&flipped, &b).unwrap();
+    assert_check_fails(&["verify".as_ref(), flipped.as_os_str()], "checksum");
+    assert_check_fails(&["info".as_ref(), flipped.as_os_str()], "checksum");
+    assert_one_line_error(&["query", flipped.to_str().unwrap(), "user-1"], "damaged");
+    assert_one_line_error(
+        &["dedup", "--state", flipped.to_str().unwrap(), "/dev/null"],
+        "flipped.koel",
+    );
+
+    let truncated = dir.path().join("truncated.koel");
+    std::fs::write(&truncated, &bytes[..bytes.len() - 100]).unwrap();
+    assert_check_fails(&["verify".as_ref(), truncated.as_os_str()], "truncated");
+    assert_one_line_error(
+        &["query", truncated.to_str().unwrap(), "x"],
+        "truncated.koel",
+    );
+
+    let header_only = dir.path().join("short.koel");
+    std::fs::write(&header_only, &bytes[..10]).unwrap();
+    assert_check_fails(&["verify".as_ref(), header_only.as_os_str()], "short.koel");
+    assert_one_line_error(&["info", header_only.to_str().unwrap()], "short.koel");
+
+    let foreign = dir.path().join("notes.txt");
+    std::fs::write(&foreign, "just some text, not a filter at all\n".repeat(10)).unwrap();
+    assert_check_fails(
+        &["verify".as_ref(), foreign.as_os_str()],
+        "not a koel filter file",
+    );
+    assert_one_line_error(
+        &["query", foreign.to_str().unwrap(), "x"],
+        "not a koel filter file",
+    );
+    assert_one_line_error(
+        &["info", foreign.to_str().unwrap()],
+        "not a koel filter file",
+    );
+
+    let missing = dir.path().join("missing.koel");
+    for cmd in ["verify", "info", "query"] {
+        assert_one_line_error(&[cmd, missing.to_str().unwrap()], "missing.koel");
+    }
+}
+
+#[test]
+fn build_rejects_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.koel");
+    let out = out.to_str().unwrap();
+    assert_one_line_error(
+        &["build", "--input", "/no/such/keys.txt", "--output", out],
+        "keys.txt",
+    );
+    assert_one_line_error(
+        &[
+            "build",
+            "--input",
+            "/dev/null",
+            "--output",
+            "/no/such/dir/x.koel",
+        ],
+        "/no/such/dir",
+    );
+    assert_one_line_error(&["build", "--input", "/dev/null"], "--output");
+    assert_one_line_error(
+        &[
+            "build",
+            "--input",
+            "/dev/null",
+            "--output",
+            out,
+            "--fpr",
+            "0",
+        ],
+        "--fpr",
+    );
+    assert_one_line_error(
+        &[
+            "build",
+            "--input",
+            "/dev/null",
+            "--output",
+            out,
+            "--expected",
+            "1000G",
+        ],
+        "too large",
+    );
+    assert!(!Path::new(out).exists(), "a failed build leaves no file");
+}
+
+#[test]
+fn dedup_state_carries_the_seen_keys_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.koel");
+    koel()
+        .arg("dedup")
+        .arg("--state")
+        .arg(&state)
+        .write_stdin("a\nb\na\n")
+        .assert()
+        .success()
+        .stdout("a\nb\n");
+    assert!(state.exists(), "the state is saved");
+    koel()
+        .arg("dedup")
+        .arg("--state")
+        .arg(&state)
+        .write_stdin("b\nc\nc\na\nd\n")
+        .assert()
+        .success()
+        .stdout("c\nd\n");
+    // And the saved state answers queries for every key seen.
+    for key in ["a", "b", "c", "d"] {
+        koel().arg("query").arg(&state).arg(key).assert().code(0);
+    }
+}
+
+#[test]
+fn dedup_state_in_an_unwritable_place_fails_before_reading() {
+    assert_one_line_error(
+        &["dedup", "--state", "/no/such/dir/seen.koel", "/dev/null"],
+        "/no/such/dir",
+    );
+}
+
+#[test]
+fn bloom_files_build_query_info_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("keys.txt");
+    std::fs::write(
+        &input,
+        (0..10_000).map(|i| format!("k{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let file = dir.path().join("keys.koel");
+    koel()
+        .args(["build", "--kind", "bloom", "--fpr", "1e-3", "--input"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&file)
+        .assert()
+        .success();
+    let all: String = (0..10_000).map(|i| format!("k{i}\n")).collect();
+    let out = koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin(all)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().all(|l| l.starts_with("maybe\t")),
+        "a built key was reported absent"
+    );
+    koel()
+        .arg("info")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("kind         bloom"));
+    koel().arg("verify").arg(&file).assert().success();
+    // A Bloom file is not a dedup state (that needs a cuckoo filter).
+    assert_one_line_error(
+        &["dedup", "--state", file.to_str().unwrap(), "/dev/null"],
+        "bloom",
+    );
+}
