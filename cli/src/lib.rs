@@ -6,6 +6,7 @@
 //! as one line.
 
 pub mod advise;
+pub mod bench;
 pub mod build;
 pub mod dedup;
 pub mod filters;

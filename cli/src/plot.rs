@@ -202,7 +202,7 @@ fn latency(
 }
 
 /// A short label for a log-scale tick: `100 ns`, `1 us`, `2.5 ms`.
-fn tick_nanos(ns: f64) -> String {
+pub fn tick_nanos(ns: f64) -> String {
     let (v, unit) = if ns >= 1e6 {
         (ns / 1e6, "ms")
     } else if ns >= 1e3 {
