@@ -207,18 +207,7 @@ fn concurrent_growth_16x_readers_never_miss_an_acknowledged_key() {
     let acked: Arc<Vec<AtomicU64>> = Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
     let done = Arc::new(AtomicBool::new(false));
     let start = Arc::new(Barrier::new(writers + stress_threads().max(2)));
-    let mut handles = Vec::new();
-    for w in 0..writers {
-        let (f, acked, start) = (f.clone(), acked.clone(), start.clone());
-        handles.push(thread::spawn(move || {
-            start.wait();
-            for i in 0..per_writer {
-                let k = w as u64 + writers as u64 * i;
-                f.insert(&k).unwrap();
-                acked[w].store(i + 1, Ordering::Release);
-            }
-        }));
-    }
+    let handles = start_writers(&f, &acked, &start, per_writer);
     let readers = start_readers(&f, &acked, &done, &start, writers);
     for h in handles {
         h.join().unwrap();
@@ -231,6 +220,30 @@ fn concurrent_growth_16x_readers_never_miss_an_acknowledged_key() {
     for k in 0..writers as u64 * per_writer {
         assert!(f.contains(&k), "key {k} lost");
     }
+}
+
+/// Writer `w` of `acked.len()` inserts keys `w + writers * i` for `i` in
+/// `0..per_writer`, publishing in `acked[w]` how many are in.
+fn start_writers(
+    f: &Arc<CuckooFilter>,
+    acked: &Arc<Vec<AtomicU64>>,
+    start: &Arc<Barrier>,
+    per_writer: u64,
+) -> Vec<thread::JoinHandle<()>> {
+    let writers = acked.len();
+    (0..writers)
+        .map(|w| {
+            let (f, acked, start) = (f.clone(), acked.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                for i in 0..per_writer {
+                    let k = w as u64 + writers as u64 * i;
+                    f.insert(&k).unwrap();
+                    acked[w].store(i + 1, Ordering::Release);
+                }
+            })
+        })
+        .collect()
 }
 
 fn start_readers(
@@ -414,18 +427,7 @@ fn long_growth_stress() {
             Arc::new((0..writers).map(|_| AtomicU64::new(0)).collect());
         let done = Arc::new(AtomicBool::new(false));
         let start = Arc::new(Barrier::new(writers + 1 + stress_threads().max(2)));
-        let mut handles = Vec::new();
-        for w in 0..writers {
-            let (f, acked, start) = (f.clone(), acked.clone(), start.clone());
-            handles.push(thread::spawn(move || {
-                start.wait();
-                for i in 0..per_writer {
-                    let k = w as u64 + writers as u64 * i;
-                    f.insert(&k).unwrap();
-                    acked[w].store(i + 1, Ordering::Release);
-                }
-            }));
-        }
+        let handles = start_writers(&f, &acked, &start, per_writer);
         // A remover of its own keys and an insert_unique racer.
         let churn = {
             let (f, start) = (f.clone(), start.clone());

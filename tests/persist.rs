@@ -1,6 +1,9 @@
 //! Saving and loading: round trips, atomic saves, snapshots under
 //! concurrent writers. Hostile input is in `persist_hostile.rs`.
 
+// Persistence is not built under loom (its models do not save or load).
+#![cfg(not(loom))]
+
 mod common;
 
 use common::Keys;

@@ -25,7 +25,7 @@ use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED
 use super::ops::{put, take, Sealed};
 use super::path::{self, Room};
 use super::table::{is_stable, seal, StripeLock, Table, SEALED};
-use crate::sync::{Backoff, Ordering};
+use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Why an operation cannot finish now; the caller backs off, reloads the
 /// current table and tries again.
@@ -123,38 +123,19 @@ pub(crate) fn count<L: Layout>(
     read_copies::<L>(old, next, at, c, false).map(|n| n as usize)
 }
 
-/// Puts the tag into old bucket `i` if it is not forwarded and has room,
-/// or into successor bucket `i_next` if `i` is forwarded.
-fn put_either<L: Layout>(
+/// Applies a bucket change (`put` or `take`) to old bucket `i`, or, if
+/// `i` is forwarded, to successor bucket `i_next`. A forwarded word has no
+/// free lane and matches no tag, so the change fails on it (a CAS that
+/// loses to the forwarding CAS retries, then fails) and goes on in the
+/// successor.
+fn on_either(
     old: &Table,
     next: &Table,
     i: usize,
     i_next: usize,
-    tag: u64,
-    shard: &Shard,
+    change: impl Fn(&AtomicU64) -> bool,
 ) -> bool {
-    // A forwarded word has no free lane, so this fails on it (and a CAS
-    // that loses to the forwarding CAS retries, then fails).
-    if put::<L>(old.word(i), tag, shard) {
-        return true;
-    }
-    is_forwarded(old, i) && put::<L>(next.word(i_next), tag, shard)
-}
-
-/// Takes one copy of the tag from old bucket `i`, or from successor bucket
-/// `i_next` if `i` is forwarded.
-fn take_either<L: Layout>(
-    old: &Table,
-    next: &Table,
-    i: usize,
-    i_next: usize,
-    tag: u64,
-    shard: &Shard,
-) -> bool {
-    if take::<L>(old.word(i), tag, shard) {
-        return true;
-    }
-    is_forwarded(old, i) && take::<L>(next.word(i_next), tag, shard)
+    change(old.word(i)) || (is_forwarded(old, i) && change(next.word(i_next)))
 }
 
 /// `insert` (plain or unique) for a key of a table with migration `m`.
@@ -187,8 +168,9 @@ pub(crate) fn insert<L: Layout>(
             } else {
                 None
             };
-            if put_either::<L>(old, next, at.i1, s.i1, at.tag, shard)
-                || put_either::<L>(old, next, at.i2, s.i2, at.tag, shard)
+            let put_tag = |w: &AtomicU64| put::<L>(w, at.tag, shard);
+            if on_either(old, next, at.i1, s.i1, put_tag)
+                || on_either(old, next, at.i2, s.i2, put_tag)
             {
                 shard.len.fetch_add(1, Ordering::Relaxed);
                 return Ok(true);
@@ -231,8 +213,9 @@ pub(crate) fn remove<L: Layout>(
     // Holding the successor pair's stripe excludes every other move or
     // remove of this tag, in either table.
     let _lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry::Wait)?;
-    let removed = take_either::<L>(old, next, at.i1, s.i1, at.tag, shard)
-        || take_either::<L>(old, next, at.i2, s.i2, at.tag, shard);
+    let take_tag = |w: &AtomicU64| take::<L>(w, at.tag, shard);
+    let removed =
+        on_either(old, next, at.i1, s.i1, take_tag) || on_either(old, next, at.i2, s.i2, take_tag);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);
     }
