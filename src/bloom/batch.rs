@@ -7,7 +7,9 @@
 //! a hint that no barrier waits for, so in a batch the miss of key
 //! `i + AHEAD` is already under way while key `i` is being set.
 
+use super::storage::WORDS_PER_BLOCK;
 use super::{block, with_rounds, BloomFilter};
+use crate::sync::AtomicU64;
 use std::hash::Hash;
 
 /// How many keys ahead blocks are prefetched: about one DRAM latency of
@@ -18,20 +20,20 @@ impl BloomFilter {
     /// Calls `op(i, hash, block)` for `i` in `0..n`, in order, with the
     /// block of key `i + AHEAD` prefetched first.
     #[inline(always)]
-    fn for_each_prefetched(
-        &self,
+    fn for_each_prefetched<'a>(
+        &'a self,
         n: usize,
         hash: impl Fn(usize) -> u64,
-        mut op: impl FnMut(usize, u64, usize),
+        mut op: impl FnMut(usize, u64, &'a [AtomicU64; WORDS_PER_BLOCK]),
     ) {
-        let words = self.blocks.words();
         let locate = |i: usize| {
             let h = hash(i);
-            let b = block::block_of(h, self.block_count);
-            block::prefetch(words, b);
-            (h, b)
+            let blk = self.blocks.block_of(h);
+            block::prefetch(blk);
+            (h, blk)
         };
-        let mut ring = [(0u64, 0usize); AHEAD];
+        let first = self.blocks.block_of(0);
+        let mut ring = [(0u64, first); AHEAD];
         for (i, slot) in ring.iter_mut().enumerate().take(n) {
             *slot = locate(i);
         }
@@ -65,10 +67,9 @@ impl BloomFilter {
             out.len(),
             "contains_many: keys and out differ in length"
         );
-        let words = self.blocks.words();
         let hash = |i: usize| self.hash(&keys[i]);
-        with_rounds!(self.rounds, R => self.for_each_prefetched(keys.len(), hash, |i, h, b| {
-            out[i] = block::contains(block::block(words, b), &block::masks::<R>(h));
+        with_rounds!(self.rounds, R => self.for_each_prefetched(keys.len(), hash, |i, h, blk| {
+            out[i] = block::contains::<R>(blk, h);
         }))
     }
 
@@ -83,11 +84,10 @@ impl BloomFilter {
     /// assert!(f.contains("b"));
     /// ```
     pub fn insert_many<K: Hash>(&self, keys: &[K]) -> usize {
-        let words = self.blocks.words();
         let hash = |i: usize| self.hash(&keys[i]);
         let mut new = 0;
-        with_rounds!(self.rounds, R => self.for_each_prefetched(keys.len(), hash, |_, h, b| {
-            new += usize::from(block::insert(block::block(words, b), &block::masks::<R>(h)));
+        with_rounds!(self.rounds, R => self.for_each_prefetched(keys.len(), hash, |_, h, blk| {
+            new += usize::from(block::insert(blk, &block::masks::<R>(h)));
         }));
         new
     }

@@ -202,7 +202,7 @@ impl BloomFilter {
     /// [`insert`](Self::insert) for a hash from [`hash`](Self::hash).
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        let blk = block::block(self.blocks.words(), block::block_of(hash, self.block_count));
+        let blk = self.blocks.block_of(hash);
         with_rounds!(self.rounds, R => block::insert(blk, &block::masks::<R>(hash)))
     }
 
@@ -216,8 +216,8 @@ impl BloomFilter {
     /// [`contains`](Self::contains) for a hash from [`hash`](Self::hash).
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let blk = block::block(self.blocks.words(), block::block_of(hash, self.block_count));
-        with_rounds!(self.rounds, R => block::contains(blk, &block::masks::<R>(hash)))
+        let blk = self.blocks.block_of(hash);
+        with_rounds!(self.rounds, R => block::contains::<R>(blk, hash))
     }
 
     /// The number of distinct items inserted, estimated from the bits set

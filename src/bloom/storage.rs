@@ -18,28 +18,59 @@ pub(crate) const WORDS_PER_BLOCK: usize = 8;
 pub(crate) const BLOCK_BYTES: usize = 64;
 
 /// An owned, zeroed, 64-byte-aligned `[AtomicU64]` of whole blocks.
-pub(crate) struct Blocks(Words);
+pub(crate) struct Blocks {
+    words: Words,
+    /// Number of blocks: `words.len() / WORDS_PER_BLOCK`, at least 1.
+    count: u64,
+}
 
 impl Blocks {
     /// `blocks` zeroed blocks (at least one), or the size that could not
     /// be allocated.
     pub(crate) fn zeroed(blocks: usize) -> Result<Self, AllocError> {
+        let blocks = blocks.max(1);
         let words = blocks
-            .max(1)
             .checked_mul(WORDS_PER_BLOCK)
             .ok_or(AllocError { bytes: usize::MAX })?;
-        Words::zeroed(words).map(Blocks)
+        let words = Words::zeroed(words)?;
+        debug_assert_eq!(words.as_slice().len(), blocks * WORDS_PER_BLOCK);
+        Ok(Blocks {
+            words,
+            count: blocks as u64,
+        })
     }
 
     #[inline(always)]
     pub(crate) fn words(&self) -> &[AtomicU64] {
-        self.0.as_slice()
+        self.words.as_slice()
+    }
+
+    /// The block of hash `h`: `fastrange(h, blocks)`, the high half of
+    /// `h * blocks`, so the block count needs no power-of-two rounding.
+    /// Always in bounds, without a bounds check (one lookup is a few dozen
+    /// instructions; a checked slice costs two compares and branches of
+    /// them, measured at about 5% of a single absent lookup at 16M items).
+    #[inline(always)]
+    pub(crate) fn block_of(&self, h: u64) -> &[AtomicU64; WORDS_PER_BLOCK] {
+        let b = ((u128::from(h) * u128::from(self.count)) >> 64) as usize;
+        debug_assert!((b + 1) * WORDS_PER_BLOCK <= self.words().len());
+        // SAFETY: `(h * count) >> 64 < count` for every `h`, and the array
+        // holds `count * WORDS_PER_BLOCK` words (`zeroed`), so the block's
+        // eight words are in bounds; `[AtomicU64; 8]` has the layout of
+        // eight consecutive `AtomicU64`s, and the borrow is tied to `self`.
+        unsafe {
+            &*self
+                .words()
+                .as_ptr()
+                .add(b * WORDS_PER_BLOCK)
+                .cast::<[AtomicU64; WORDS_PER_BLOCK]>()
+        }
     }
 
     /// The words as native-endian bytes, for filling a filter before it is
     /// shared.
     pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
-        self.0.as_bytes_mut()
+        self.words.as_bytes_mut()
     }
 }
 
@@ -61,6 +92,24 @@ mod tests {
         let b = Blocks::zeroed(100_000).unwrap(); // 6.4 MB
         assert_eq!(b.words().as_ptr() as usize % (2 << 20), 0);
         assert!(b.words().iter().all(|w| w.load(Ordering::Relaxed) == 0));
+    }
+
+    #[test]
+    fn block_of_covers_every_block_in_bounds() {
+        let b = Blocks::zeroed(37).unwrap();
+        let base = b.words().as_ptr() as usize;
+        let mut seen = [0u32; 37];
+        let mut h = 1u64;
+        for _ in 0..100_000 {
+            h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(12345);
+            let at = (b.block_of(h).as_ptr() as usize - base) / BLOCK_BYTES;
+            seen[at] += 1;
+        }
+        // 100k / 37 = 2703 expected per block; 5 sigma is about 260.
+        assert!(seen.iter().all(|&n| (2400..3000).contains(&n)), "{seen:?}");
+        let last = b.block_of(u64::MAX).as_ptr() as usize;
+        assert_eq!((last - base) / BLOCK_BYTES, 36);
+        assert_eq!(b.block_of(0).as_ptr() as usize, base);
     }
 
     #[test]
