@@ -36,23 +36,27 @@ pub enum Canary {
     ImmediateRetire,
 }
 
-/// Addresses of tables dropped (or, under `ImmediateRetire`, retired) in
-/// the current loom execution.
-static FREED: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+std::thread_local! {
+    /// Addresses of tables dropped (or, under `ImmediateRetire`, retired)
+    /// in the current loom execution. Per OS thread: loom runs a model's
+    /// threads on the thread of its test, and the tests of one binary run
+    /// in parallel, so one shared list would mix their tables.
+    static FREED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Forgets the freed tables of earlier executions (call at model start).
 pub fn reset_freed() {
-    FREED.lock().unwrap().clear();
+    FREED.with(|f| f.borrow_mut().clear());
 }
 
 /// Whether the table at `addr` was dropped (or retired by the canary).
 pub fn was_freed(addr: usize) -> bool {
-    FREED.lock().unwrap().contains(&addr)
+    FREED.with(|f| f.borrow().contains(&addr))
 }
 
 /// Records that the table at `addr` is gone.
 pub(crate) fn mark_freed(addr: usize) {
-    FREED.lock().unwrap().push(addr);
+    FREED.with(|f| f.borrow_mut().push(addr));
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for

@@ -2,9 +2,12 @@
 //!
 //! One shared counter would be a cache line that every insert on every core
 //! writes: under two writer threads it alone costs more than the insert. So
-//! the counts live in `SHARDS` cache-padded shards, picked by the key's first
-//! bucket index (already computed, and spread uniformly). Readers sum the
-//! shards; a sum is exact whenever no writer is running.
+//! the counts live in `SHARDS` cache-padded shards, and each thread writes
+//! the one it was given at its first operation (threads take shards in
+//! turn). Picking the shard by the key's bucket instead spread the writes
+//! just as well but made every core write every shard, so almost every
+//! count moved a cache line between cores. Readers sum the shards; a sum
+//! is exact whenever no writer is running.
 //!
 //! Every counter is `Relaxed`: none of them orders anything, and none is
 //! read by a protocol.
@@ -44,6 +47,39 @@ impl Shard {
     pub(crate) fn bump(counter: &StatU64) {
         counter.fetch_add(1, Relaxed);
     }
+}
+
+/// The calling thread's shard index, assigned in turn at its first use.
+#[cfg(not(loom))]
+#[inline(always)]
+fn thread_shard() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    /// The next thread's shard.
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    std::thread_local! {
+        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    SHARD
+        .try_with(|s| {
+            let mut i = s.get();
+            if i == usize::MAX {
+                // Relaxed: only spreads threads over shards; orders nothing.
+                i = NEXT.fetch_add(1, Relaxed) % SHARDS;
+                s.set(i);
+            }
+            i
+        })
+        // During thread-local destruction: any shard is correct.
+        .unwrap_or(0)
+}
+
+/// Under loom one shard per model thread would need loom's thread locals;
+/// the counters are not part of any modelled protocol, so shard 0 serves.
+#[cfg(loom)]
+#[inline(always)]
+fn thread_shard() -> usize {
+    0
 }
 
 /// All shards of one filter, and the rare growth events.
@@ -96,10 +132,10 @@ impl Counters {
         )
     }
 
-    /// The shard for an operation whose first bucket is `bucket`.
+    /// The calling thread's shard.
     #[inline(always)]
-    pub(crate) fn shard(&self, bucket: usize) -> &Shard {
-        &self.shards[bucket % SHARDS]
+    pub(crate) fn shard(&self) -> &Shard {
+        &self.shards[thread_shard()]
     }
 
     /// Items inserted minus removed, over all shards.

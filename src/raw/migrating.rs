@@ -98,7 +98,7 @@ fn read_copies<L: Layout>(
         if before == after && is_stable(before) {
             return Ok(copies);
         }
-        Shard::bump(&c.shard(at.i1).validation_retries);
+        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }
@@ -148,7 +148,7 @@ pub(crate) fn insert<L: Layout>(
 ) -> Result<bool, Retry> {
     let next = m.next();
     let s = successor_of(old, at);
-    let shard = c.shard(at.i1);
+    let shard = c.shard();
     // From here on no old-table writer moves or removes this key's tag.
     #[cfg(loom)]
     let skip_seal = unique && old.canary == crate::loom_support::Canary::UnsealedUnique;
@@ -208,7 +208,7 @@ pub(crate) fn remove<L: Layout>(
 ) -> Result<bool, Retry> {
     let next = m.next();
     let s = successor_of(old, at);
-    let shard = c.shard(at.i1);
+    let shard = c.shard();
     seal(old.stripe(at.i1, at.i2));
     // Holding the successor pair's stripe excludes every other move or
     // remove of this tag, in either table.

@@ -70,7 +70,7 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Resul
         if before == SEALED {
             return Err(Sealed);
         }
-        Shard::bump(&c.shard(i1).validation_retries);
+        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }
@@ -97,7 +97,7 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<u
                 return Ok(copies as usize);
             }
         }
-        Shard::bump(&c.shard(i1).validation_retries);
+        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }
@@ -126,7 +126,7 @@ pub(crate) fn insert<L: Layout>(
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
     let Located { tag, i1, i2 } = at;
-    let shard = c.shard(i1);
+    let shard = c.shard();
     let mut backoff = Backoff::default();
     let mut first_try = true;
     loop {
@@ -198,7 +198,7 @@ fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Resu
 /// Removes one copy of the tag of `at`; `false` if neither bucket holds one.
 pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<bool, Sealed> {
     let Located { tag, i1, i2 } = at;
-    let shard = c.shard(i1);
+    let shard = c.shard();
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.
     let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
