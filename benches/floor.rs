@@ -6,6 +6,7 @@
 //! ```text
 //! cargo bench --bench floor                       # 256 KiB .. 4 GiB, ~3-4 min
 //! KOEL_FLOOR_MAX=256M cargo bench --bench floor   # stop at 256 MiB
+//! KOEL_FLOOR_SIZES=16M,32M cargo bench --bench floor -- 2m/  # these sizes only
 //! cargo bench --bench floor -- --test             # smoke run
 //! ```
 //!
@@ -18,6 +19,7 @@
 //! | `dependent` | pointer chase through one random cycle over all lines: each address comes from the previous load, so this is the full load-to-use latency |
 //! | `independent` | addresses from a counter hash, the loads summed: the CPU overlaps as many misses as it can track |
 //! | `independent_prefetch` | the same with a software prefetch 16 loads ahead |
+//! | `pair` | two independent loads per op, summed (`time` per pair): one cuckoo lookup with no synchronisation and no work at all, the lower bound of any single-call lookup that reads two random lines |
 //! | `pair_fenced` | two independent loads then a `SeqCst` fence, per op (`time` per pair): the shape of one single-call koel lookup, whose epoch pin is a full barrier that stops the next lookup's misses from overlapping |
 //!
 //! The floor of "two independent random cache lines" is twice the
@@ -198,6 +200,19 @@ fn independent_prefetch(buf: &[u64], counter: &mut u64, n: u64) {
     black_box(sum);
 }
 
+fn pair(buf: &[u64], counter: &mut u64, n: u64) {
+    let lines = (buf.len() / LINE_WORDS) as u64;
+    let mut sum = 0u64;
+    let c0 = *counter;
+    for i in c0..c0 + n {
+        let a = buf[line_of(2 * i, lines)];
+        let b = buf[line_of(2 * i + 1, lines)];
+        sum = sum.wrapping_add(a ^ b);
+    }
+    *counter = c0 + n;
+    black_box(sum);
+}
+
 fn pair_fenced(buf: &[u64], counter: &mut u64, n: u64) {
     let lines = (buf.len() / LINE_WORDS) as u64;
     let mut sum = 0u64;
@@ -214,21 +229,36 @@ fn pair_fenced(buf: &[u64], counter: &mut u64, n: u64) {
     black_box(sum);
 }
 
-/// Sizes to measure: 256 KiB times powers of 4, up to `KOEL_FLOOR_MAX`
-/// (bytes, or with a `K`/`M`/`G` suffix; default 4G).
+/// `v` in bytes: a number, or with a `K`/`M`/`G` suffix.
+fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let (d, m) = match v.chars().last()? {
+        'K' => (&v[..v.len() - 1], 1usize << 10),
+        'M' => (&v[..v.len() - 1], 1 << 20),
+        'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    d.parse::<usize>().ok().map(|d| d * m)
+}
+
+/// Sizes to measure: those listed in `KOEL_FLOOR_SIZES` (comma-separated,
+/// e.g. `16M,32M`), else 256 KiB times powers of 4 up to `KOEL_FLOOR_MAX`
+/// (default 4G).
 fn sizes() -> Vec<(String, usize)> {
+    if let Ok(list) = std::env::var("KOEL_FLOOR_SIZES") {
+        return list
+            .split(',')
+            .map(|s| {
+                let bytes = parse_bytes(s)
+                    .filter(|&b| b >= 4096)
+                    .unwrap_or_else(|| panic!("KOEL_FLOOR_SIZES: bad size {s:?}"));
+                (s.trim().to_string(), bytes)
+            })
+            .collect();
+    }
     let max = std::env::var("KOEL_FLOOR_MAX")
         .ok()
-        .and_then(|v| {
-            let v = v.trim();
-            let (d, m) = match v.chars().last()? {
-                'K' => (&v[..v.len() - 1], 1usize << 10),
-                'M' => (&v[..v.len() - 1], 1 << 20),
-                'G' => (&v[..v.len() - 1], 1 << 30),
-                _ => (v, 1),
-            };
-            d.parse::<usize>().ok().map(|d| d * m)
-        })
+        .and_then(|v| parse_bytes(&v))
         .unwrap_or(4 << 30);
     let mut out = Vec::new();
     let mut bytes = 256usize << 10;
@@ -278,9 +308,10 @@ fn floor(c: &mut Criterion) {
             });
             let mut counter = 0u64;
             type Loop = fn(&[u64], &mut u64, u64);
-            let loops: [(&str, Loop); 3] = [
+            let loops: [(&str, Loop); 4] = [
                 ("independent", independent),
                 ("independent_prefetch", independent_prefetch),
+                ("pair", pair),
                 ("pair_fenced", pair_fenced),
             ];
             for (name, run) in loops {
