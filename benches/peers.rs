@@ -11,6 +11,7 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter`, 16-bit x 4 / 12-bit x 5, one call per key |
+//! | `koel16_fixed` | koel16 built with `Growth::Fixed`: a table that never changes, so single calls skip the epoch pin (like `cuckoofilter`, it cannot grow) |
 //! | `koel16_pinned` | koel16 through one `pin()` handle per 4096-key slice |
 //! | `koel16_batch`, `koel12_batch` | the same through `contains_many` / `insert_many` (remove: one call per key) |
 //! | `cuckoofilter_ahash` | `cuckoofilter` 0.5 with `ahash::AHasher` (8-bit tags, slots rounded up to a power of two) |
@@ -125,11 +126,12 @@ struct Koel {
 }
 
 impl Koel {
-    fn boxed(n: usize, bits: u32, calls: Calls) -> Box<dyn Peer> {
+    fn boxed(n: usize, bits: u32, calls: Calls, growth: koel::Growth) -> Box<dyn Peer> {
         let f = koel::CuckooFilter::builder()
             .capacity(n)
             .fingerprint_bits(bits)
             .seed(SEED)
+            .growth(growth)
             .build()
             .expect("koel filter");
         Box::new(Koel { f, calls })
@@ -446,17 +448,34 @@ struct Entry {
 }
 
 fn entries() -> Vec<Entry> {
+    use koel::Growth::{Double, Fixed};
     use Make::{Empty, Static};
     let e = |name, make| Entry { name, make };
     vec![
-        e("koel16", Empty(|n| Koel::boxed(n, 16, Calls::Single))),
+        e(
+            "koel16",
+            Empty(|n| Koel::boxed(n, 16, Calls::Single, Double)),
+        ),
+        e(
+            "koel16_fixed",
+            Empty(|n| Koel::boxed(n, 16, Calls::Single, Fixed)),
+        ),
         e(
             "koel16_pinned",
-            Empty(|n| Koel::boxed(n, 16, Calls::Pinned)),
+            Empty(|n| Koel::boxed(n, 16, Calls::Pinned, Double)),
         ),
-        e("koel16_batch", Empty(|n| Koel::boxed(n, 16, Calls::Batch))),
-        e("koel12", Empty(|n| Koel::boxed(n, 12, Calls::Single))),
-        e("koel12_batch", Empty(|n| Koel::boxed(n, 12, Calls::Batch))),
+        e(
+            "koel16_batch",
+            Empty(|n| Koel::boxed(n, 16, Calls::Batch, Double)),
+        ),
+        e(
+            "koel12",
+            Empty(|n| Koel::boxed(n, 12, Calls::Single, Double)),
+        ),
+        e(
+            "koel12_batch",
+            Empty(|n| Koel::boxed(n, 12, Calls::Batch, Double)),
+        ),
         e(
             "cuckoofilter_ahash",
             Empty(|n| Box::new(CuckooAhash(cuckoofilter::CuckooFilter::with_capacity(n)))),

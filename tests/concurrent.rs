@@ -7,7 +7,7 @@
 mod common;
 
 use common::{stress_threads, Keys};
-use koel::CuckooFilter;
+use koel::{CuckooFilter, Growth};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::thread;
 
@@ -34,10 +34,18 @@ fn readers_vs_filling_writers(capacity: usize, rounds_per_layout: usize) {
     let layouts = [16, 12]
         .iter()
         .flat_map(|&bits| std::iter::repeat_n(bits, rounds_per_layout));
-    for bits in layouts {
+    for (round, bits) in layouts.enumerate() {
+        // Both protections of single calls: an epoch pin (a filter that may
+        // grow) and none (`Growth::Fixed`, whose table never changes).
+        let growth = if round % 2 == 0 {
+            Growth::Double
+        } else {
+            Growth::Fixed
+        };
         let f = CuckooFilter::builder()
             .capacity(capacity)
             .fingerprint_bits(bits)
+            .growth(growth)
             .build()
             .unwrap();
         let writers = stress_threads() / 2;
@@ -110,10 +118,19 @@ fn readers_vs_filling_writers(capacity: usize, rounds_per_layout: usize) {
 
 #[test]
 fn removers_racing_displacements_lose_nothing_and_len_is_exact() {
+    removers_racing_displacements(Growth::Double);
+    removers_racing_displacements(Growth::Fixed);
+}
+
+fn removers_racing_displacements(growth: Growth) {
     const PRESENT: u8 = 0;
     const REMOVING: u8 = 1;
     const REMOVED: u8 = 2;
-    let f = CuckooFilter::builder().capacity(400_000).build().unwrap();
+    let f = CuckooFilter::builder()
+        .capacity(400_000)
+        .growth(growth)
+        .build()
+        .unwrap();
     // Set A: pre-inserted, a quarter later removed by its owner thread.
     // Set B: inserted concurrently.
     // A fills 70% of the slots and a quarter of it is removed, B adds 24%:
@@ -213,7 +230,16 @@ fn removers_racing_displacements_lose_nothing_and_len_is_exact() {
 
 #[test]
 fn racing_insert_unique_never_lets_a_key_win_twice() {
-    let f = CuckooFilter::builder().capacity(400_000).build().unwrap();
+    racing_insert_unique(Growth::Double);
+    racing_insert_unique(Growth::Fixed);
+}
+
+fn racing_insert_unique(growth: Growth) {
+    let f = CuckooFilter::builder()
+        .capacity(400_000)
+        .growth(growth)
+        .build()
+        .unwrap();
     let keys: Vec<u64> = Keys(9).take(360_000).collect();
     let wins: Vec<AtomicU32> = (0..keys.len()).map(|_| AtomicU32::new(0)).collect();
     let threads = stress_threads().max(6);

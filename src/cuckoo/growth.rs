@@ -18,7 +18,11 @@ pub enum Growth {
     /// rate roughly doubles too; growth stops at `max_false_positive_rate`.
     #[default]
     Double,
-    /// Never grow: a full table answers [`InsertError::Full`].
+    /// Never grow: a full table answers [`InsertError::Full`]. Its table
+    /// then never changes, so single calls skip the epoch pin (a full
+    /// memory barrier per call): at 16M items single lookups and inserts
+    /// are about 1.2-1.4x faster than with `Double`. Choose it when the
+    /// item count is known.
     Fixed,
 }
 
@@ -153,6 +157,11 @@ impl CuckooFilter {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn loom_begin_growth(&self, seal: bool) {
+        // A fixed filter's operations rely on its table never changing.
+        assert!(
+            self.policy.growth != Growth::Fixed,
+            "a fixed filter never grows"
+        );
         let guard = epoch::pin();
         let t = self.table(&guard);
         self.start_growth(t, &guard, seal)
