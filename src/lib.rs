@@ -102,9 +102,10 @@
 //! ## Performance
 //!
 //! `contains` touches two cache lines (the two candidate buckets) plus one
-//! version stripe (a small, cache-resident array). Every call pins the
-//! epoch collector, a full barrier on x86 that keeps the CPU from
-//! overlapping one call's cache misses with the next; in loops use
+//! version stripe (a small, cache-resident array). Every call of a filter
+//! that may grow pins the epoch collector, a full barrier on x86 that keeps
+//! the CPU from overlapping one call's cache misses with the next (a
+//! [`Growth::Fixed`] filter skips it: its table never changes); in loops use
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. See the README for measured numbers against other filters.
