@@ -10,6 +10,7 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter` shared by reference, one call per key |
+//! | `koel16_fixed` | koel16 built with `Growth::Fixed` (single calls skip the epoch pin) |
 //! | `koel_bloom` | `koel::BloomFilter`, FPR 1e-4: cannot remove |
 //! | `mutex_cuckoofilter` | `Mutex<cuckoofilter::CuckooFilter<ahash::AHasher>>` |
 //! | `rwlock_cuckoofilter` | `RwLock<...>` of the same: lookups share the read lock |
@@ -161,11 +162,12 @@ impl Shared for fastbloom::AtomicBloomFilter<AHashState> {
     }
 }
 
-fn koel(n: usize, bits: u32) -> koel::CuckooFilter {
+fn koel(n: usize, bits: u32, growth: koel::Growth) -> koel::CuckooFilter {
     koel::CuckooFilter::builder()
         .capacity(n)
         .fingerprint_bits(bits)
         .seed(SEED)
+        .growth(growth)
         .build()
         .expect("koel filter")
 }
@@ -200,14 +202,19 @@ fn run<S: Shared>(c: &mut Criterion, ctx: &Ctx, name: &str, make: &dyn Fn(usize)
 type Runner = Box<dyn Fn(&mut Criterion, &Ctx)>;
 
 fn entries() -> Vec<(&'static str, Runner)> {
+    use koel::Growth::{Double, Fixed};
     vec![
         (
             "koel16",
-            Box::new(|c, x| run(c, x, "koel16", &|n| koel(n, 16))),
+            Box::new(|c, x| run(c, x, "koel16", &|n| koel(n, 16, Double))),
+        ),
+        (
+            "koel16_fixed",
+            Box::new(|c, x| run(c, x, "koel16_fixed", &|n| koel(n, 16, Fixed))),
         ),
         (
             "koel12",
-            Box::new(|c, x| run(c, x, "koel12", &|n| koel(n, 12))),
+            Box::new(|c, x| run(c, x, "koel12", &|n| koel(n, 12, Double))),
         ),
         (
             "koel_bloom",
