@@ -71,26 +71,9 @@ impl LayoutKind {
     }
 }
 
-/// Runs `$body` with `$L` bound to the filter's layout type. The layout is
-/// fixed at build time, so the branch is perfectly predicted; each arm is a
-/// fully monomorphised copy of the operation.
-macro_rules! with_layout {
-    ($self:expr, $L:ident => $body:expr) => {
-        match $self.layout {
-            LayoutKind::Tags16x4 => {
-                type $L = L16x4;
-                $body
-            }
-            LayoutKind::Tags12x5 => {
-                type $L = L12x5;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_layout;
-
-/// `with_layout!` for a bare `LayoutKind` (before a filter exists).
+/// Runs `$body` with `$L` bound to the type of layout `$kind`. The layout
+/// is fixed at build time, so the branch is perfectly predicted; each arm is
+/// a fully monomorphised copy of the operation.
 macro_rules! with_layout_kind {
     ($kind:expr, $L:ident => $body:expr) => {
         match $kind {
@@ -106,6 +89,14 @@ macro_rules! with_layout_kind {
     };
 }
 pub(crate) use with_layout_kind;
+
+/// `with_layout_kind!` for the filter's own layout.
+macro_rules! with_layout {
+    ($self:expr, $L:ident => $body:expr) => {
+        $crate::cuckoo::with_layout_kind!($self.layout, $L => $body)
+    };
+}
+pub(crate) use with_layout;
 
 /// A lock-free concurrent cuckoo filter: approximate set membership with
 /// delete, shared by many threads as `Arc<CuckooFilter>`.
