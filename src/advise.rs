@@ -295,18 +295,13 @@ pub fn advise(req: Requirements) -> Result<Recommendation, AdviseError> {
         return Err(AdviseError::InvalidGrowth);
     }
     if p == 0.0 {
-        return Ok(Recommendation {
-            requested_fpr: p,
-            kind: None,
-            configuration: Configuration::ExactStore,
-            memory_bytes: 0,
-            expected_fpr: 0.0,
-            meets_requirements: true,
-            reason: "No false positive is acceptable, and every approximate filter has \
-                     some: use the exact store (or an exact set) alone. A filter in front of \
-                     it would only save lookups of absent keys, never replace the store's answer."
+        return Ok(exact_store(
+            p,
+            "No false positive is acceptable, and every approximate filter has \
+             some: use the exact store (or an exact set) alone. A filter in front of \
+             it would only save lookups of absent keys, never replace the store's answer."
                 .to_string(),
-        });
+        ));
     }
     let final_items = req.items as f64 * factor;
     if final_items > usize::MAX as f64 / 2.0 {
@@ -419,22 +414,30 @@ fn fixed_cuckoo(items: usize, p: f64, why: &str) -> Result<Recommendation, Advis
     })
 }
 
+/// "No filter: use the exact store", for a requested rate `p`.
+fn exact_store(p: f64, reason: String) -> Recommendation {
+    Recommendation {
+        requested_fpr: p,
+        kind: None,
+        configuration: Configuration::ExactStore,
+        memory_bytes: 0,
+        expected_fpr: 0.0,
+        meets_requirements: true,
+        reason,
+    }
+}
+
 fn bloom_filter(items: usize, p: f64) -> Result<Recommendation, AdviseError> {
     let plan = match bloom::plan(items, p) {
         Ok(plan) => plan,
         Err(BuildError::InvalidFalsePositiveRate(_)) => {
-            return Ok(Recommendation {
-                requested_fpr: p,
-                kind: None,
-                configuration: Configuration::ExactStore,
-                memory_bytes: 0,
-                expected_fpr: 0.0,
-                meets_requirements: true,
-                reason: format!(
+            return Ok(exact_store(
+                p,
+                format!(
                     "A rate of {p:.1e} is below what any koel filter is built for (1e-20): \
                      use the exact store alone."
                 ),
-            })
+            ))
         }
         Err(_) => return Err(AdviseError::TooManyItems),
     };
