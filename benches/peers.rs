@@ -302,41 +302,29 @@ impl Peer for Fuse16 {
 struct FastBloom(fastbloom::BloomFilter<AHashState>);
 struct FastBloomAtomic(fastbloom::AtomicBloomFilter<AHashState>);
 
-impl Peer for FastBloom {
-    #[inline]
-    fn insert(&mut self, k: u64) -> bool {
-        self.0.insert(&k);
-        true
-    }
-    #[inline]
-    fn contains(&self, k: u64) -> bool {
-        self.0.contains(&k)
-    }
-    fn remove(&mut self, _: u64) -> Option<bool> {
-        None
-    }
-    fn memory_bytes(&self) -> usize {
-        self.0.num_bits() / 8
-    }
+/// Both fastbloom filters: insert-only, memory from their bit count.
+macro_rules! fastbloom_peer {
+    ($($t:ty),*) => {$(
+        impl Peer for $t {
+            #[inline]
+            fn insert(&mut self, k: u64) -> bool {
+                self.0.insert(&k);
+                true
+            }
+            #[inline]
+            fn contains(&self, k: u64) -> bool {
+                self.0.contains(&k)
+            }
+            fn remove(&mut self, _: u64) -> Option<bool> {
+                None
+            }
+            fn memory_bytes(&self) -> usize {
+                self.0.num_bits() / 8
+            }
+        }
+    )*};
 }
-
-impl Peer for FastBloomAtomic {
-    #[inline]
-    fn insert(&mut self, k: u64) -> bool {
-        self.0.insert(&k);
-        true
-    }
-    #[inline]
-    fn contains(&self, k: u64) -> bool {
-        self.0.contains(&k)
-    }
-    fn remove(&mut self, _: u64) -> Option<bool> {
-        None
-    }
-    fn memory_bytes(&self) -> usize {
-        self.0.num_bits() / 8
-    }
-}
+fastbloom_peer!(FastBloom, FastBloomAtomic);
 
 struct Exact(HashSet<u64, AHashState>);
 struct Dash(dashmap::DashSet<u64, AHashState>);
