@@ -18,6 +18,14 @@ use std::cell::Cell;
 use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;
 
+/// Asserts that the error `$e` matches `$pat`, and prints it otherwise.
+macro_rules! assert_matches {
+    ($e:expr, $pat:pat) => {{
+        let e = $e;
+        assert!(matches!(e, $pat), "{e}");
+    }};
+}
+
 // ---- The largest single allocation, per thread -------------------------
 
 /// Wraps the system allocator to record, per thread, the largest block
@@ -367,16 +375,12 @@ fn geometry_that_does_not_add_up_is_refused() {
         assert!(matches!(e, LoadError::InvalidGeneration { .. }), "{e}");
     }
     // A legal generation whose bucket count was not updated.
-    let e = with_field(|b| b[GENERATION] = 1);
-    assert!(
-        matches!(
-            e,
-            LoadError::BucketCountMismatch {
-                stored: 64,
-                expected: 128
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_field(|b| b[GENERATION] = 1),
+        LoadError::BucketCountMismatch {
+            stored: 64,
+            expected: 128
+        }
     );
     let e = with_field(|b| set_u64(b, BUCKETS, 1 << 60));
     assert!(matches!(e, LoadError::BucketCountMismatch { .. }), "{e}");
@@ -463,49 +467,33 @@ fn with_bloom_field(edit: impl FnOnce(&mut Vec<u8>)) -> LoadError {
 
 #[test]
 fn bloom_fields_that_no_filter_has_are_refused() {
-    let e = with_bloom_field(|b| b[TAGS_PER_BUCKET] = 12);
-    assert!(
-        matches!(
-            e,
-            LoadError::UnsupportedBloomLayout {
-                bits_per_key: 12,
-                words_per_block: 8
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_bloom_field(|b| b[TAGS_PER_BUCKET] = 12),
+        LoadError::UnsupportedBloomLayout {
+            bits_per_key: 12,
+            words_per_block: 8
+        }
     );
-    let e = with_bloom_field(|b| b[WORDS_PER_BUCKET] = 4);
-    assert!(
-        matches!(
-            e,
-            LoadError::UnsupportedBloomLayout {
-                words_per_block: 4,
-                ..
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_bloom_field(|b| b[WORDS_PER_BUCKET] = 4),
+        LoadError::UnsupportedBloomLayout {
+            words_per_block: 4,
+            ..
+        }
     );
-    let e = with_bloom_field(|b| b[TAG_BITS] = 16);
-    assert!(
-        matches!(
-            e,
-            LoadError::ReservedNotZero {
-                offset: 16,
-                value: 16
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_bloom_field(|b| b[TAG_BITS] = 16),
+        LoadError::ReservedNotZero {
+            offset: 16,
+            value: 16
+        }
     );
-    let e = with_bloom_field(|b| b[GENERATION] = 1);
-    assert!(
-        matches!(
-            e,
-            LoadError::ReservedNotZero {
-                offset: 19,
-                value: 1
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_bloom_field(|b| b[GENERATION] = 1),
+        LoadError::ReservedNotZero {
+            offset: 19,
+            value: 1
+        }
     );
     let e = with_bloom_field(|b| b[RESERVED] = 2);
     assert!(
@@ -698,27 +686,19 @@ fn payloads_no_filter_writes_are_refused_even_with_valid_checksums() {
     let empty = (0..64)
         .find(|&i| file[HEADER + 8 * i..HEADER + 8 * i + 8] == [0; 8])
         .expect("some bucket is empty at 150 items in 256 slots");
-    let e = with_word(16, empty, 0x1234, None);
-    assert!(
-        matches!(
-            e,
-            LoadError::ItemCountMismatch {
-                stored: 150,
-                counted: 151
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_word(16, empty, 0x1234, None),
+        LoadError::ItemCountMismatch {
+            stored: 150,
+            counted: 151
+        }
     );
-    let e = with_word(16, empty, 0, Some(7));
-    assert!(
-        matches!(
-            e,
-            LoadError::ItemCountMismatch {
-                stored: 7,
-                counted: 150
-            }
-        ),
-        "{e}"
+    assert_matches!(
+        with_word(16, empty, 0, Some(7)),
+        LoadError::ItemCountMismatch {
+            stored: 7,
+            counted: 150
+        }
     );
 }
 
