@@ -90,6 +90,13 @@ pub(crate) fn contains<L: Layout>(word: u64, tag: u64) -> bool {
     matching_lanes::<L>(word, tag) != 0
 }
 
+/// Whether `tag` is in some lane of `w1` or of `w2`, with one test for
+/// both words (no short-circuit branch).
+#[inline(always)]
+pub(crate) fn in_either<L: Layout>(w1: u64, w2: u64, tag: u64) -> bool {
+    (matching_lanes::<L>(w1, tag) | matching_lanes::<L>(w2, tag)) != 0
+}
+
 /// How many lanes of `word` hold `tag`.
 #[inline(always)]
 pub(crate) fn count<L: Layout>(word: u64, tag: u64) -> u32 {
@@ -181,6 +188,9 @@ mod tests {
         palette.extend_from_slice(&tags[..5]);
         let n = palette.len();
         let combos = n.pow(L::LANES);
+        // The word of the previous combination: the second word for
+        // `in_either`.
+        let mut prev = 0u64;
         for c in 0..combos {
             let mut rest = c;
             let lanes: Vec<u64> = (0..L::LANES)
@@ -199,6 +209,9 @@ mod tests {
                 let expect = lanes.iter().filter(|&&t| t == q).count() as u32;
                 assert_eq!(count::<L>(w, q), expect, "count {q:#x} in {lanes:?}");
                 assert_eq!(contains::<L>(w, q), expect > 0);
+                let in_prev = lanes_of::<L>(prev).contains(&q);
+                assert_eq!(in_either::<L>(w, prev, q), expect > 0 || in_prev);
+                assert_eq!(in_either::<L>(prev, w, q), expect > 0 || in_prev);
                 // Insert into the lowest empty lane, nothing else changes.
                 match with_tag::<L>(w, q) {
                     None => assert_eq!(empties, 0),
@@ -220,6 +233,7 @@ mod tests {
                     }
                 }
             }
+            prev = w;
         }
     }
 

@@ -53,17 +53,20 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Resul
         // cannot be hoisted above these loads.
         let w1 = t.word(i1).load(Ordering::Acquire);
         let w2 = t.word(i2).load(Ordering::Acquire);
-        if bucket::contains::<L>(w1, tag) || bucket::contains::<L>(w2, tag) {
-            return Ok(true);
-        }
+        let found = bucket::in_either::<L>(w1, w2, tag);
         #[cfg(loom)]
         if t.canary == crate::loom_support::Canary::UnvalidatedNegative {
-            return Ok(false);
+            return Ok(found);
         }
         // Relaxed: ordered after the bucket loads by their Acquire (above).
         let after = stripe.load(Ordering::Relaxed);
-        if before == after && is_stable(before) {
-            return Ok(false);
+        // One branch decides both answers, without short-circuits: a found
+        // tag is final, a miss stands if the stripe was stable and unchanged
+        // across the loads. Whether a key is present, and which bucket holds
+        // it, are coin tosses the branch predictor would lose, and each miss
+        // would flush the lookups the CPU has started behind this one.
+        if found | ((before == after) & is_stable(before)) {
+            return Ok(found);
         }
         // Only the Acquire `before` may conclude "sealed": it synchronises
         // with the seal, so the caller then finds the migration.

@@ -33,7 +33,8 @@ pub(crate) const FROZEN: u64 = 1 << 62;
 /// its holder changes nothing there (frozen, not sealed).
 #[inline(always)]
 pub(crate) fn is_stable(v: u64) -> bool {
-    v & 1 == 0 || (v & FROZEN != 0 && v != SEALED)
+    // `|` and `&`, not `||` and `&&`: no branches on the lookup path.
+    (v & 1 == 0) | ((v & FROZEN != 0) & (v != SEALED))
 }
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
