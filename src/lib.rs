@@ -108,7 +108,7 @@
 //! [`Growth::Fixed`] filter skips it: its table never changes); in loops use
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
-//! also prefetch. See the README for measured numbers against other filters.
+//! also prefetch. BENCHMARKS.md has measured numbers against other filters.
 //! With the default feature `rayon`, `par_contains`, `par_insert`,
 //! `par_insert_unique` and `ParallelExtend` run those batches on rayon's
 //! thread pool (one pin per chunk of 4096 keys). Tables of 4 MiB and more
@@ -172,9 +172,11 @@ pub use filter::{Filter, FilterKind};
 #[cfg(not(loom))]
 pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
 
-// The README's Rust examples compile and run as doc tests.
+// The Rust examples of the README and the design notes compile and run as
+// doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
+#[doc = include_str!("../docs/design.md")]
 struct ReadmeDoctests;
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! Every case must give a `LoadError`, never a panic, never a wrong filter,
 //! and never an allocation larger than the input justifies.
 //!
-//! Offsets are those of the format table in the README and `format.rs`.
+//! Offsets are those of the format table in `docs/format.md`.
 
 mod common;
 

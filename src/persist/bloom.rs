@@ -1,20 +1,6 @@
 //! Saving and loading a [`BloomFilter`]: the same file shape as the cuckoo
-//! filter, kind byte 2, with these header fields:
-//!
-//! | offset | size | field | value |
-//! | ---: | ---: | --- | --- |
-//! | 16 | 1 | tag bits | `0` (no tags) |
-//! | 17 | 1 | bits per key `k` | `8`, `16`, `24` or `32` |
-//! | 18 | 1 | words per block | `8` (a block is one 64-byte cache line) |
-//! | 19 | 1 | generation | `0` (a Bloom filter does not grow) |
-//! | 20 | 4 | bit-mapping version | the key-to-bits mapping of the build, `1` |
-//! | 24 | 8 | capacity | items it was sized for, `>= 1` |
-//! | 32 | 8 | block count | `>= 1` |
-//! | 56 | 8 | payload length | `64 * block count` |
-//! | 64 | 8 | target false-positive rate | an `f64`'s bits, in `1e-20..1` |
-//!
-//! The payload is the blocks' words in order; the trailer's count is the
-//! number of set bits, counted again on load.
+//! filter, kind byte 2; its header fields are specified in
+//! `docs/format.md` ("Bloom filter (kind 2)").
 
 use super::error::LoadError;
 use super::file;
@@ -180,8 +166,8 @@ impl Saved for BloomFilter {
 }
 
 impl BloomFilter {
-    /// Writes the filter in koel's file format (see the README's "Saving
-    /// and loading") to `writer`, streaming the bits in 1 MiB chunks.
+    /// Writes the filter in koel's file format (specified in
+    /// `docs/format.md`) to `writer`, streaming the bits in 1 MiB chunks.
     ///
     /// Other threads may keep inserting: the file holds every item whose
     /// insert happened before this call (bits are only ever set, until

@@ -267,8 +267,8 @@ impl Saved for CuckooFilter {
 }
 
 impl CuckooFilter {
-    /// Writes the filter in koel's file format (see the README's "Saving
-    /// and loading") to `writer`.
+    /// Writes the filter in koel's file format (specified in
+    /// `docs/format.md`) to `writer`.
     ///
     /// Streams the table in 1 MiB chunks, so it runs at the speed of the
     /// writer and needs no second copy of the table in memory. Pass a

@@ -1,63 +1,6 @@
-//! The koel file format, version 1: byte layout, header encoding and the
-//! checks every header passes before anything is allocated.
-//!
-//! The table below gives the cuckoo filter's fields; a Bloom filter
-//! (kind 2) uses bytes 16..40 and 64..72 differently, as `bloom.rs` lists.
-//!
-//! Every integer is little-endian. A file is a fixed 80-byte header, the
-//! payload, and a 16-byte trailer:
-//!
-//! | offset | size | field | value in version 1 |
-//! | ---: | ---: | --- | --- |
-//! | 0 | 8 | magic | `89 4B 4F 45 4C 0D 0A 1A` (`\x89KOEL\r\n\x1a`) |
-//! | 8 | 2 | format version | `1` |
-//! | 10 | 1 | filter kind | `1` = cuckoo filter, `2` = Bloom filter (its fields: `bloom.rs`) |
-//! | 11 | 1 | hash algorithm | `1` = `ahash` 0.8 `RandomState::with_seeds`, its four keys drawn from SplitMix64 of the seed, fed through `std::hash::Hash` |
-//! | 12 | 4 | flags | `0`; a file with any bit set is refused (reserved for growth-policy options) |
-//! | 16 | 1 | tag bits | `16` or `12` |
-//! | 17 | 1 | tags per bucket | `4` (with 16 tag bits) or `5` (with 12) |
-//! | 18 | 1 | words per bucket | `1` (a bucket is one 64-bit word) |
-//! | 19 | 1 | generation `g` | `0..=tag_bits - 4`: the table has `m0 * 2^g` buckets |
-//! | 20 | 4 | kind-specific | cuckoo: `0` (reserved) |
-//! | 24 | 8 | `m0` | buckets per region: even, `64..=2^32` |
-//! | 32 | 8 | bucket count | `m0 << g` |
-//! | 40 | 8 | seed | the filter's hash seed |
-//! | 48 | 8 | hash probe | the filter's hash of [`PROBE_INPUT`] under the seed |
-//! | 56 | 8 | payload length | bytes: `8 * words per bucket * bucket count` |
-//! | 64 | 8 | kind-specific | cuckoo: `0` (reserved for growth settings) |
-//! | 72 | 8 | header checksum | XXH3-64 (seed 0) of bytes `0..72` |
-//! | 80 | payload length | payload | the bucket words in index order, each a `u64` |
-//! | 80 + P | 8 | item count | occupied tag slots in the payload |
-//! | 88 + P | 8 | checksum | XXH3-64 (seed 0) of bytes `0..88 + P`: header, payload and item count |
-//!
-//! A bucket word holds its tags in lanes from the least significant bit up:
-//! lane `k` is bits `k*w .. (k+1)*w`. A lane of 0 is empty; the all-ones
-//! tag is reserved and never stored; in the 12-bit layout the top 4 bits
-//! are 0.
-//!
-//! Why this shape:
-//!
-//! * The magic starts with a non-ASCII byte and holds `\r\n` and `^Z`, so a
-//!   file mangled by a text-mode transfer or taken for text fails at once
-//!   (the PNG trick).
-//! * The version comes right after the magic and is checked before
-//!   anything else is read, so a future version can change every other
-//!   byte.
-//! * The header has its own checksum so that a reader can trust (and
-//!   [`inspect`](crate::inspect) can print) the header before streaming a
-//!   payload of gigabytes; torn or flipped header bytes are reported as such.
-//! * The item count is a trailer, not a header field: a filter is saved
-//!   while inserts may still fill free slots, and a writer that streams to
-//!   a plain `io::Write` knows the exact count of what it wrote only at the
-//!   end. The loader counts occupied slots itself and refuses a file whose
-//!   trailer disagrees.
-//! * XXH3-64 checksums run at tens of GB/s, far above disk and memory-copy
-//!   speed, so verifying costs nothing noticeable; 64 bits keep the chance
-//!   that a random corruption goes unnoticed at 2^-64 even for multi-GB
-//!   payloads.
-//! * The hash probe makes a build whose `ahash` output differs (another
-//!   `ahash` version, CPU features) refuse the file instead of answering
-//!   "absent" for keys that are in it.
+// The byte layout, the loader's checks and the rationale are specified
+// once, in docs/format.md; this module's documentation is that file.
+#![doc = include_str!("../../docs/format.md")]
 
 use super::error::LoadError;
 use crate::filter::FilterKind;
@@ -83,7 +26,7 @@ pub(crate) const KIND_CUCKOO: u8 = 1;
 /// Kind byte of a Bloom filter.
 pub(crate) const KIND_BLOOM: u8 = 2;
 
-/// Byte offsets of the header fields, as in the table above.
+/// Byte offsets of the header fields, as in the table of `docs/format.md`.
 pub(crate) mod offset {
     pub(crate) const VERSION: usize = 8;
     pub(crate) const KIND: usize = 10;

@@ -9,15 +9,9 @@
 //! * [`inspect`](crate::inspect): the header and the payload's checksum
 //!   status, without building a filter.
 //!
-//! The byte layout is documented field by field in `format.rs` and in the
-//! README ("Saving and loading"). Loading checks, in order: magic, version,
-//! header checksum, every header field (kind, hash algorithm, flags,
-//! layout, geometry, lengths), the hash probe, then streams the payload
-//! through the checksum and a per-word check (no reserved tag, no bits
-//! outside the lanes, occupied slots counted), and compares the checksum
-//! and the item count. Nothing is allocated for the table before the
-//! header is valid, and a reader buffers the payload only as fast as it
-//! arrives.
+//! The byte layout, the loader's checks (in order) and what save and load
+//! guarantee are specified once, in `docs/format.md` (also the `format`
+//! module's documentation).
 //!
 //! Split by concern: `format` (layout, header codec), `error`
 //! ([`LoadError`]), `stream` (reading parts from any reader), `saved` (the
