@@ -38,7 +38,7 @@
 //! | operation | progress | a racing `contains` may return |
 //! | --- | --- | --- |
 //! | `contains` | never writes, never takes a lock; a positive answer is wait-free; a negative answer re-reads while a writer holds its bucket pair's stripe, so it is blocking in the strict sense (a writer preempted inside its few-CAS critical section delays it) | `true` once the insert's CAS landed |
-//! | `insert` | lock-free when a candidate bucket has room (one CAS); displacement takes one bucket-pair stripe at a time (blocking under contention) | — |
+//! | `insert` | lock-free when a candidate bucket has room (one CAS): it waits for no other thread, also during growth and during a save; displacement takes one bucket-pair stripe at a time (blocking under contention) | — |
 //! | `insert_unique` | holds the key's pair stripe for check-then-insert (blocking under contention); exactly one winner per absent key | — |
 //! | `remove` | holds the key's pair stripe (blocking under contention); removes exactly one copy | `false` once the removing CAS landed |
 //! | `count` | like a negative `contains`: validated, never writes | — |
@@ -80,8 +80,12 @@
 //! * writers each migrate one chunk of 256 buckets (plus the chunks of
 //!   their own two buckets if nobody has claimed them; more only while
 //!   their key finds no room in the successor yet), so no operation pays
-//!   for the whole table; a writer whose buckets are in a chunk another
-//!   thread is copying waits for that chunk;
+//!   for the whole table. Helping never waits: a chunk is migrated only
+//!   once every old stripe could be sealed without waiting for its holder;
+//! * an insert into a free slot waits for nobody, also while a `remove`,
+//!   an `insert_unique` or a save holds its bucket pair; only an insert
+//!   whose two buckets are full, `insert_unique` and `remove` may wait
+//!   (for a chunk another thread is copying, or for a stripe holder);
 //! * no operation can miss a key whose insert it happens-after, and
 //!   `insert_unique` still has exactly one winner;
 //! * the old table is retired through the epoch collector and freed once no

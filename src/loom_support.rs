@@ -30,6 +30,12 @@ pub enum Canary {
     /// `insert_unique` during a migration does not seal the old pair first,
     /// so it can race an old-table `insert_unique` of the same key.
     UnsealedUnique,
+    /// A plain insert during a migration seals the old pair first (as
+    /// `insert_unique` does), so it waits for that pair's stripe holder.
+    SealedPlainInsert,
+    /// A plain insert during a migration writes the successor bucket
+    /// before its old bucket is forwarded.
+    SuccessorFirst,
     /// The old table is retired at once instead of through the epoch
     /// collector (it is leaked, not freed, so the model stays sound; it is
     /// only recorded as freed).

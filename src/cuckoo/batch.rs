@@ -61,7 +61,7 @@ impl CuckooFilter {
         let t = self.table(&guard);
         let hash = |i: usize| self.hash(&keys[i]);
         let _ = with_layout!(self, L => batch::for_each::<L, Infallible>(t, 0, keys.len(), hash, |i, at| {
-            out[i] = match ops::contains::<L>(t, at, &self.counters) {
+            out[i] = match ops::contains::<L>(t, at) {
                 Ok(found) => found,
                 // The table is migrating: this key takes the general path.
                 Err(Sealed) => self.contains_in(hash(i), &guard),

@@ -152,9 +152,9 @@ impl CuckooFilter {
         Ok(())
     }
 
-    /// Loom models only: starts doubling the current table whatever its
+    /// Loom models and unit tests only: starts doubling the current table whatever its
     /// load, sealing its stripes now or leaving that to the first helper.
-    #[cfg(loom)]
+    #[cfg(any(test, loom))]
     #[doc(hidden)]
     pub fn loom_begin_growth(&self, seal: bool) {
         // A fixed filter's operations rely on its table never changing.

@@ -3,9 +3,13 @@
 mod batch;
 mod builder;
 mod growth;
+#[cfg(any(test, loom))]
+mod hooks;
 #[cfg(all(feature = "rayon", not(loom)))]
 mod parallel;
 mod pinned;
+#[cfg(all(test, not(loom)))]
+mod progress_tests;
 pub(crate) mod snapshot;
 mod stats;
 
@@ -321,13 +325,12 @@ impl CuckooFilter {
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
         let t = self.table(guard);
-        match with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
-        {
+        match with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash))) {
             Ok(found) => found,
             Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
                 with_layout!(self, L => match next {
-                    None => ops::contains::<L>(t, at, &self.counters),
-                    Some(next) => migrating::contains::<L>(t, next, at, &self.counters),
+                    None => ops::contains::<L>(t, at),
+                    Some(next) => migrating::contains::<L>(t, next, at),
                 })
             }),
         }
@@ -391,13 +394,12 @@ impl CuckooFilter {
     #[inline(always)]
     pub(crate) fn count_in(&self, hash: u64, guard: &epoch::Guard) -> usize {
         let t = self.table(guard);
-        match with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
-        {
+        match with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash))) {
             Ok(n) => n,
             Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
                 with_layout!(self, L => match next {
-                    None => ops::count::<L>(t, at, &self.counters),
-                    Some(next) => migrating::count::<L>(t, next, at, &self.counters),
+                    None => ops::count::<L>(t, at),
+                    Some(next) => migrating::count::<L>(t, next, at),
                 })
             }),
         }
@@ -421,9 +423,13 @@ impl CuckooFilter {
 
     /// Adds one copy of `key`.
     ///
-    /// Lock-free when a candidate bucket has room (one CAS); otherwise it
-    /// displaces other tags along a short path, taking one bucket-pair
-    /// stripe at a time (blocking under contention on that pair).
+    /// Lock-free when a candidate bucket has room (one CAS): it then waits
+    /// for no other thread, also while the table doubles and while a save
+    /// ([`write_to`](Self::write_to), [`save`](Self::save)) holds the
+    /// table. Otherwise it displaces other tags along a short path, taking
+    /// one bucket-pair stripe at a time (blocking under contention on that
+    /// pair), and during a doubling it may wait until its buckets are
+    /// migrated (behind a save: until the save ends).
     ///
     /// # Errors
     ///
@@ -498,7 +504,7 @@ impl CuckooFilter {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
         protected!(self, guard => {
             let t = self.table(guard);
-            match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash), &self.counters) {
+            match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash)) {
                 Ok(found) => found,
                 Err(Sealed) => self.contains_in(hash, guard),
             }
@@ -680,7 +686,7 @@ impl CuckooFilter {
                 paths_by_length: totals.paths,
                 stale_paths: totals.stale_paths,
                 insert_failures: totals.full,
-                validation_retries: totals.validation_retries,
+                validation_retries: 0,
                 cas_retries: totals.cas_retries,
             }
         }

@@ -60,7 +60,10 @@ pub struct Stats {
     /// starts a doubling, or fails with an [`InsertError`](crate::InsertError)
     /// if growth is refused.
     pub insert_failures: u64,
-    /// Negative reads repeated because a writer overlapped them.
+    /// Always 0. It counted negative lookups re-read because a writer
+    /// overlapped them, which made each such lookup write a shared counter;
+    /// lookups now never write shared memory, so they count nothing. Kept
+    /// so that code reading it still compiles.
     pub validation_retries: u64,
     /// Bucket CASes that lost a race and were retried.
     pub cas_retries: u64,

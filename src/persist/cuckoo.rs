@@ -282,9 +282,11 @@ impl CuckooFilter {
     /// While the table streams out, no tag may move or be removed: inserts
     /// that need a displacement, `insert_unique` and `remove` wait until it
     /// is written (they take the version stripes the save holds frozen);
-    /// every lookup and inserts into free slots go on. Writing to a slow
-    /// device therefore stalls those writers for as long as it takes; to
-    /// bound the stall, write to memory or the page cache first.
+    /// every lookup and inserts into free slots go on, also when an insert
+    /// finds the table full meanwhile and starts a doubling (which then
+    /// waits for the save to end before it moves any tag). Writing to a
+    /// slow device therefore stalls those writers for as long as it takes;
+    /// to bound the stall, write to memory or the page cache first.
     ///
     /// A growing filter is saved after its current migration finishes, as
     /// one table of its current generation. The growth settings

@@ -36,8 +36,6 @@ pub(crate) struct Shard {
     pub(crate) stale_paths: StatU64,
     /// Inserts refused because no displacement path was found.
     pub(crate) full: StatU64,
-    /// Negative lookups re-read because a writer held or bumped the stripe.
-    pub(crate) validation_retries: StatU64,
     /// Bucket CASes that lost a race and were retried.
     pub(crate) cas_retries: StatU64,
 }
@@ -111,7 +109,6 @@ pub(crate) struct Totals {
     pub(crate) paths: [u64; PATH_HISTOGRAM],
     pub(crate) stale_paths: u64,
     pub(crate) full: u64,
-    pub(crate) validation_retries: u64,
     pub(crate) cas_retries: u64,
 }
 
@@ -153,7 +150,6 @@ impl Counters {
             }
             t.stale_paths += s.stale_paths.load(Relaxed);
             t.full += s.full.load(Relaxed);
-            t.validation_retries += s.validation_retries.load(Relaxed);
             t.cas_retries += s.cas_retries.load(Relaxed);
         }
         t

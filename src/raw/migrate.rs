@@ -13,11 +13,14 @@
 //!
 //! 1. **Begin.** One thread allocates the successor and publishes a
 //!    `Migration` on the old table (`Table::begin_migration`).
-//! 2. **Seal.** Every version stripe of the old table is sealed (waiting for
-//!    the writer that holds it, if any). From then on no tag moves between
-//!    old buckets and none is removed there by an old-table writer; plain
-//!    inserts into free old slots still happen. `sealed` records that all
-//!    stripes are sealed; any thread that finds it unset seals them itself.
+//! 2. **Seal.** Every version stripe of the old table is sealed. From then
+//!    on no tag moves between old buckets and none is removed there by an
+//!    old-table writer; plain inserts into free old slots still happen.
+//!    Helpers seal without waiting ([`Migration::seal_all`]): a stripe that
+//!    a writer holds now (a remove, a hop, or a save holding them all) is
+//!    left for a later helper, and no chunk is claimed, so no bucket is
+//!    forwarded, until every stripe is sealed. `sealed` records that all
+//!    are; any thread that finds it unset seals what it can itself.
 //! 3. **Copy.** Chunks of [`CHUNK_BUCKETS`] old buckets are claimed, each by
 //!    exactly one thread. For each bucket the owner reads the old word,
 //!    stores its two halves into the successor, then CASes the old word to
@@ -35,7 +38,7 @@
 
 use super::bucket::Layout;
 use super::geometry::Located;
-use super::table::{seal, Table};
+use super::table::{try_seal, Table};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// An old bucket whose tags now live in the successor. All lanes all-ones:
@@ -131,22 +134,39 @@ impl Migration {
         self.done.load(Ordering::Acquire) == self.chunks.len()
     }
 
-    /// Seals every stripe of `old` unless that is known to be done.
-    pub(crate) fn seal_all(&self, old: &Table) {
+    /// Seals every stripe of `old` that no writer holds now; `true` once
+    /// all are sealed. Never waits for a holder: that is what lets a plain
+    /// insert help a migration without waiting for anyone.
+    pub(crate) fn seal_all(&self, old: &Table) -> bool {
         // Acquire: pairs with the Release store below by whichever thread
         // sealed them all, so this thread's later bucket reads see every
         // move made before the seals.
         if self.sealed.load(Ordering::Acquire) == 1 {
-            return;
+            return true;
         }
-        old.stripes().iter().for_each(seal);
-        // Release: pairs with the Acquire load above.
-        self.sealed.store(1, Ordering::Release);
+        // Every stripe is tried (no short-circuit), so each call seals all
+        // that are free and the last holder's release is all that is left.
+        let all = old
+            .stripes()
+            .iter()
+            .fold(true, |all, stripe| try_seal(stripe) & all);
+        if all {
+            // Release: pairs with the Acquire load above.
+            self.sealed.store(1, Ordering::Release);
+        }
+        all
     }
 
     /// Claims and migrates the next free chunk, if any: the bounded help a
-    /// writer gives the migration per operation.
+    /// writer gives the migration per operation. `Nothing`, having waited
+    /// for no one, while a writer holds an unsealed stripe.
     pub(crate) fn help<L: Layout>(&self, old: &Table) -> Helped {
+        // Sealed before a chunk number is taken from the cursor: a taken
+        // number whose chunk is then not migrated would never be offered
+        // again.
+        if !self.seal_all(old) {
+            return Helped::Nothing;
+        }
         // Relaxed: a hint; the claim CAS decides ownership.
         let c = self.cursor.fetch_add(1, Ordering::Relaxed);
         if c >= self.chunks.len() {
@@ -157,13 +177,24 @@ impl Migration {
 
     /// Makes sure old bucket `bucket` is forwarded, migrating its chunk if
     /// nobody has claimed it; `Nothing` if another thread owns the chunk
-    /// and has not finished it yet (the caller retries later).
+    /// and has not finished it yet, or a writer holds an unsealed stripe
+    /// (the caller retries later).
     pub(crate) fn ensure<L: Layout>(&self, old: &Table, bucket: usize) -> Helped {
+        if !self.seal_all(old) {
+            return Helped::Nothing;
+        }
         self.migrate_chunk::<L>(old, bucket / CHUNK_BUCKETS)
     }
 
-    /// Claims chunk `c` and copies its buckets, if it is still free.
+    /// Claims chunk `c` and copies its buckets, if it is still free. The
+    /// caller has seen every stripe sealed.
     fn migrate_chunk<L: Layout>(&self, old: &Table, c: usize) -> Helped {
+        // Relaxed: a debug check of what the caller's Acquire load saw.
+        debug_assert_eq!(
+            self.sealed.load(Ordering::Relaxed),
+            1,
+            "forwarding needs every seal"
+        );
         // Acquire on failure is not needed: a loser only learns who owns it.
         // Relaxed on success: ownership is all the claim decides; the bucket
         // words carry their own ordering.
@@ -173,7 +204,6 @@ impl Migration {
         {
             return Helped::Nothing;
         }
-        self.seal_all(old);
         let next = self.next();
         let n = old.buckets();
         let g = old.geometry().generation();

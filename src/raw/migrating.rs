@@ -1,5 +1,5 @@
-//! The operations for a key whose bucket pair is sealed: its table is being
-//! migrated into the successor (see `migrate.rs`).
+//! The operations for a key whose table is being migrated into its
+//! successor (see `migrate.rs`).
 //!
 //! # Where a tag is
 //!
@@ -15,11 +15,41 @@
 //! So a reader reads both old words and, for a forwarded one, the
 //! successor's word, validating the whole read against the successor
 //! pair's stripe, exactly as `ops::contains` validates against the old one.
-//! A writer seals the old pair (waiting for an old-table writer that still
-//! holds its stripe), then works under the successor pair's stripe.
-
+//!
+//! # Who seals
+//!
+//! The seal exists to hand the pair over from the old stripe to the
+//! successor's: whoever takes the successor pair's stripe to *decide*
+//! something about the key's copies (`insert_unique`: "no copy yet";
+//! `remove`: "this copy") must first know that no old-table writer, holding
+//! the old stripe, is deciding or moving the same copies. So those two seal
+//! the old pair first, waiting for its holder.
+//!
+//! A plain insert decides nothing and moves nothing: it adds one tag with
+//! one CAS into a free lane. It does **not** seal, and never waits:
+//!
+//! * into an old bucket that is not forwarded: exactly what a plain insert
+//!   does in a table that is not migrating, which every old-table writer
+//!   already tolerates (a hop whose destination lost its free lane goes
+//!   stale; a remove or `insert_unique` decides on the words it reads under
+//!   its stripe, and a copy added meanwhile is one more copy). The
+//!   forwarding CAS compares against the word it copied, so it fails on a
+//!   word the insert changed, and the migrator copies again: the tag goes
+//!   to the successor with its bucket;
+//! * into the successor bucket of a forwarded old bucket, and only after
+//!   seeing it forwarded (Acquire): the forwarding happened after every old
+//!   stripe was sealed, so the successor bucket already holds its copied
+//!   tags and no old-table writer can touch the pair any more.
+//!
+//! A plain insert therefore never makes a tag absent from where readers
+//! look, and it only ever adds: a reader can only see a miss turn into a
+//! hit. When both buckets are full it needs room, which only the successor
+//! can give once both old buckets are forwarded; then it may wait (for a
+//! chunk another thread is migrating, for a stripe holder that keeps the
+//! old table from being sealed, for a displacement hop's stripe), as any
+//! displacement may.
 use super::bucket::{self, Layout};
-use super::counters::{Counters, Shard};
+use super::counters::Counters;
 use super::geometry::Located;
 use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED};
 use super::ops::{put, take, Sealed};
@@ -68,7 +98,6 @@ fn read_copies<L: Layout>(
     old: &Table,
     next: &Table,
     at: Located,
-    c: &Counters,
     stop_at_first: bool,
 ) -> Result<u32, Sealed> {
     let s = successor_of(old, at);
@@ -98,29 +127,19 @@ fn read_copies<L: Layout>(
         if before == after && is_stable(before) {
             return Ok(copies);
         }
-        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }
 
-/// `contains` for a key whose old pair is sealed. Never writes.
-pub(crate) fn contains<L: Layout>(
-    old: &Table,
-    next: &Table,
-    at: Located,
-    c: &Counters,
-) -> Result<bool, Sealed> {
-    read_copies::<L>(old, next, at, c, true).map(|n| n > 0)
+/// `contains` for a key whose old pair is sealed. Never writes shared
+/// memory.
+pub(crate) fn contains<L: Layout>(old: &Table, next: &Table, at: Located) -> Result<bool, Sealed> {
+    read_copies::<L>(old, next, at, true).map(|n| n > 0)
 }
 
-/// `count` for a key whose old pair is sealed.
-pub(crate) fn count<L: Layout>(
-    old: &Table,
-    next: &Table,
-    at: Located,
-    c: &Counters,
-) -> Result<usize, Sealed> {
-    read_copies::<L>(old, next, at, c, false).map(|n| n as usize)
+/// `count` for a key whose old pair is sealed. Never writes shared memory.
+pub(crate) fn count<L: Layout>(old: &Table, next: &Table, at: Located) -> Result<usize, Sealed> {
+    read_copies::<L>(old, next, at, false).map(|n| n as usize)
 }
 
 /// Applies a bucket change (`put` or `take`) to old bucket `i`, or, if
@@ -149,12 +168,18 @@ pub(crate) fn insert<L: Layout>(
     let next = m.next();
     let s = successor_of(old, at);
     let shard = c.shard();
-    // From here on no old-table writer moves or removes this key's tag.
+    // `insert_unique` decides "no copy yet" under the successor pair's
+    // stripe, so first no old-table writer may decide or move this key's
+    // copies (see "Who seals"). A plain insert only adds: it does not seal.
     #[cfg(loom)]
-    let skip_seal = unique && old.canary == crate::loom_support::Canary::UnsealedUnique;
+    let seal_pair = match old.canary {
+        crate::loom_support::Canary::UnsealedUnique => false,
+        crate::loom_support::Canary::SealedPlainInsert => true,
+        _ => unique,
+    };
     #[cfg(not(loom))]
-    let skip_seal = false;
-    if !skip_seal {
+    let seal_pair = unique;
+    if seal_pair {
         seal(old.stripe(at.i1, at.i2));
     }
     loop {
@@ -169,6 +194,16 @@ pub(crate) fn insert<L: Layout>(
                 None
             };
             let put_tag = |w: &AtomicU64| put::<L>(w, at.tag, shard);
+            #[cfg(loom)]
+            if old.canary == crate::loom_support::Canary::SuccessorFirst
+                && (put_tag(next.word(s.i1)) || put_tag(next.word(s.i2)))
+            {
+                // Deliberately broken: the successor bucket is written
+                // before its old bucket is forwarded, so the forwarding
+                // copy overwrites the tag.
+                shard.len.fetch_add(1, Ordering::Relaxed);
+                return Ok(true);
+            }
             if on_either(old, next, at.i1, s.i1, put_tag)
                 || on_either(old, next, at.i2, s.i2, put_tag)
             {

@@ -13,6 +13,30 @@
 //! * `migrate`: online doubling: sealing, chunked copying, forwarding;
 //! * `migrating`: the operations for a key whose table is migrating;
 //! * `counters`: sharded item count and statistics.
+//!
+//! # Progress: which operation may wait for which
+//!
+//! The only thing a thread ever waits for is a version stripe held by
+//! another thread (a seal waits for its holder too), or a migration chunk
+//! another thread has claimed. Who may hold a stripe, and so make others
+//! wait: `remove`, `insert_unique`, a displacement hop (each for a few
+//! CASes), `clear` and a save (`with_snapshot`, for the whole write; its
+//! holds are *frozen*, which readers accept).
+//!
+//! | operation | waits for | guarantee |
+//! | --- | --- | --- |
+//! | `contains`, `count` (positive) | nothing | wait-free: a few loads |
+//! | `contains`, `count` (negative) | a non-frozen holder of its pair (re-reads) | blocking, but writes no shared memory |
+//! | `insert` into a free lane (also during a migration, also behind a save) | nothing | lock-free: CAS retries only when another CAS succeeded |
+//! | `insert` helping a migration | nothing: it seals only free stripes and skips the chunk otherwise | bounded work, no waiting |
+//! | `insert` into two full buckets | hop stripes; during a migration the chunk owner or a stripe holder that delays the seal | blocking |
+//! | `insert_unique`, `remove` | the pair's stripe; during a migration the seal of the old pair, then the successor pair's stripe | blocking |
+//! | `clear`, save | every stripe, and the end of a running migration | blocking |
+//!
+//! No thread waits for a stripe while holding one (`clear` and a save take
+//! all in ascending order), so waiting cannot deadlock. A plain insert does
+//! not seal the old pair during a migration: see "Who seals" in
+//! `migrating.rs` for why that is safe.
 
 pub(crate) mod batch;
 pub(crate) mod bucket;

@@ -31,13 +31,16 @@ pub(crate) struct Sealed;
 
 /// Whether the tag of `at` is in either candidate bucket.
 ///
-/// Never writes shared memory. A positive answer is final as soon as a load
-/// shows the tag; a negative one stands only if the pair's stripe was even
-/// and unchanged across the two bucket loads, otherwise it reads again.
+/// Never writes shared memory (it is not even given the counters, so a
+/// re-read is not counted: a counter bumped by readers would be a cache
+/// line that every contended lookup writes). A positive answer is final as
+/// soon as a load shows the tag; a negative one stands only if the pair's
+/// stripe was even and unchanged across the two bucket loads, otherwise it
+/// reads again.
 /// `Err(Sealed)` if the pair is sealed and the answer was negative (the
 /// tag may have moved on to the successor).
 #[inline(always)]
-pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<bool, Sealed> {
+pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed> {
     let Located { tag, i1, i2 } = at;
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
@@ -73,15 +76,14 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located, c: &Counters) -> Resul
         if before == SEALED {
             return Err(Sealed);
         }
-        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }
 
 /// Copies of the tag of `at` in its two buckets, read consistently (a tag in
 /// flight between the two is counted once). `Err(Sealed)` once the pair is
-/// sealed.
-pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<usize, Sealed> {
+/// sealed. Never writes shared memory, as `contains`.
+pub(crate) fn count<L: Layout>(t: &Table, at: Located) -> Result<usize, Sealed> {
     let Located { tag, i1, i2 } = at;
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
@@ -100,7 +102,6 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<u
                 return Ok(copies as usize);
             }
         }
-        Shard::bump(&c.shard().validation_retries);
         backoff.snooze();
     }
 }

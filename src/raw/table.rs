@@ -279,6 +279,15 @@ impl<'t> StripeLock<'t> {
 /// that holds it to finish. Idempotent; any thread may seal.
 pub(crate) fn seal(stripe: &AtomicU64) {
     let mut backoff = Backoff::default();
+    while !try_seal(stripe) {
+        backoff.snooze();
+    }
+}
+
+/// Seals `stripe` unless a writer holds it now; `true` if it is sealed
+/// (by this call or an earlier one). Never waits: a held stripe is left
+/// for a later call.
+pub(crate) fn try_seal(stripe: &AtomicU64) -> bool {
     // Relaxed: only a hint; the CAS below carries the ordering.
     let mut v = stripe.load(Ordering::Relaxed);
     loop {
@@ -286,22 +295,18 @@ pub(crate) fn seal(stripe: &AtomicU64) {
             // Acquire fence: pairs with the sealing CAS of whoever sealed
             // it (see below), as if this thread's read were that CAS.
             fence(Ordering::Acquire);
-            return;
+            return true;
         }
-        if v & 1 == 0 {
-            // AcqRel: the Acquire half pairs with the Release store that
-            // ended the last hold, the Release half with the Acquire stripe
-            // load of a reader or sealer that sees SEALED: whoever sees the
-            // seal sees every move and remove this pair ever had in this
-            // table.
-            match stripe.compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(seen) => v = seen,
-            }
-        } else {
-            backoff.snooze();
-            // Relaxed: only a hint, as above.
-            v = stripe.load(Ordering::Relaxed);
+        if v & 1 == 1 {
+            return false;
+        }
+        // AcqRel: the Acquire half pairs with the Release store that ended
+        // the last hold, the Release half with the Acquire stripe load of a
+        // reader or sealer that sees SEALED: whoever sees the seal sees
+        // every move and remove this pair ever had in this table.
+        match stripe.compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(seen) => v = seen,
         }
     }
 }
