@@ -104,12 +104,27 @@ fn a_symbolic_link_is_followed_and_stays_a_link() {
         Vec::<String>::new()
     );
 
-    // A link to nothing is refused, and nothing is created.
-    let dangling = dir.path().join("dangling.koel");
-    std::os::unix::fs::symlink("missing.koel", &dangling).unwrap();
-    let e = small(3).save(&dangling).unwrap_err();
+    // A link to a file not there yet creates it, as the shell's `>` does.
+    let dangling = dir.path().join("next.koel");
+    std::os::unix::fs::symlink("v2.koel", &dangling).unwrap();
+    small(3).save(&dangling).unwrap();
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        CuckooFilter::load(dir.path().join("v2.koel"))
+            .unwrap()
+            .seed(),
+        3
+    );
+
+    // A loop of links is refused.
+    let a = dir.path().join("a.koel");
+    std::os::unix::fs::symlink("b.koel", &a).unwrap();
+    std::os::unix::fs::symlink("a.koel", dir.path().join("b.koel")).unwrap();
+    let e = small(4).save(&a).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
-    assert!(!dir.path().join("missing.koel").exists());
 }
 
 #[test]

@@ -190,16 +190,21 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<CuckooFilter> {
 ///
 /// As [`load`].
 pub fn load_any(path: &std::path::Path) -> anyhow::Result<Box<dyn CliFilter>> {
+    load_any_raw(path).with_context(|| format!("cannot load {}", path.display()))
+}
+
+/// [`load_any`] with the library's error, for callers that sort errors.
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn load_any_raw(path: &std::path::Path) -> Result<Box<dyn CliFilter>, LoadError> {
     match CuckooFilter::load(path) {
         Ok(f) => Ok(Box::new(f)),
         Err(LoadError::WrongKind {
             found: FilterKind::Bloom,
             ..
-        }) => {
-            Ok(Box::new(BloomFilter::load(path).with_context(|| {
-                format!("cannot load {}", path.display())
-            })?))
-        }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot load {}", path.display()))),
+        }) => Ok(Box::new(BloomFilter::load(path)?)),
+        Err(e) => Err(e),
     }
 }

@@ -256,7 +256,7 @@ impl BloomFilter {
     ///
     /// Any I/O error (the old file at `path` is then untouched);
     /// `InvalidInput` for a path that names no file, something other than
-    /// a regular file, or a symbolic link to nothing.
+    /// a regular file, or a loop of symbolic links.
     pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
         file::replace_atomically(path.as_ref(), |f| self.write_to(f))
     }

@@ -362,7 +362,7 @@ impl CuckooFilter {
     /// The new file keeps the old file's permission bits (and its owner
     /// and group where the process may set them); a new file gets the
     /// default permissions. A symbolic link at `path` is followed: the file
-    /// it points to is replaced, the link stays. Anything at `path` that is
+    /// it points to is replaced (or created), the link stays. Anything at `path` that is
     /// not a regular file (a directory, a device such as `/dev/full`, a
     /// FIFO, a socket) is refused, never replaced. On Linux the temporary
     /// file has no name while it is written (`O_TMPFILE`), so a process
@@ -374,7 +374,7 @@ impl CuckooFilter {
     ///
     /// Any I/O error (the old file at `path` is then untouched);
     /// `InvalidInput` for a path that names no file, something other than
-    /// a regular file, or a symbolic link to nothing.
+    /// a regular file, or a loop of symbolic links.
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;

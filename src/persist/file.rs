@@ -13,8 +13,8 @@
 //! * only a regular file, or nothing: a directory, device, FIFO or socket
 //!   at the path is refused (renaming over `/dev/full` as root would
 //!   replace the device node with a file);
-//! * a symbolic link is followed: the file it points to is replaced and the
-//!   link stays a link;
+//! * a symbolic link is followed: the file it points to is replaced (or
+//!   created) and the link stays a link;
 //! * the new file keeps the old one's permission bits (and, where the
 //!   process may, its owner and group);
 //! * on Linux the temporary file is created with `O_TMPFILE`: it has no
@@ -54,7 +54,7 @@ impl AtomicFile {
     /// # Errors
     ///
     /// `InvalidInput` if `path` names no file (`/`, `..`), is something
-    /// other than a regular file, or is a symbolic link to nothing; any
+    /// other than a regular file, or is a loop of symbolic links; any
     /// error creating the temporary file (e.g. a read-only directory).
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
         let target = resolve(path)?;
@@ -201,27 +201,38 @@ impl Drop for AtomicFile {
     }
 }
 
-/// `path` with symbolic links followed to the file they name.
+/// `path` with symbolic links followed to the file they name, which need
+/// not exist yet (a link to a missing file is written through, as the
+/// shell's `>` does).
 fn resolve(path: &Path) -> io::Result<PathBuf> {
-    if path.file_name().is_none() {
-        return Err(io::Error::new(
+    // The kernel's limit on links followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    let no_name = || {
+        io::Error::new(
             io::ErrorKind::InvalidInput,
             "the path names no file (it ends in `/` or `..`)",
-        ));
-    }
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "it is a symbolic link to a file that does not exist",
-                )
-            } else {
-                e
+        )
+    };
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if path.file_name().is_none() {
+            return Err(no_name());
+        }
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
             }
-        }),
-        _ => Ok(path.to_path_buf()),
+            _ => return Ok(path),
+        }
     }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "too many levels of symbolic links",
+    ))
 }
 
 /// "a directory", "a character device", ... for an error message.
