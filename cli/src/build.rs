@@ -16,8 +16,11 @@ Examples:
   koel query users.koel alice                                 # then ask it
 
 The file is written atomically (temporary file, sync, rename): a failed
-build leaves any old file in place. Keys hash as bytes, so `koel query`
-finds exactly the keys given here.";
+build leaves any old file in place, the new file keeps the old one's
+permissions, a symbolic link is written through, and anything but a
+regular file (a device, a directory) is refused. Keys are lines, LF or
+CRLF (one trailing CR is not part of the key, as in `koel query`); they
+hash as bytes, so `koel query` finds exactly the keys given here.";
 
 /// Options of `koel build`.
 #[derive(clap::Args, Debug)]
@@ -103,6 +106,9 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         key: KeySpec {
             field: args.field.map(|f| f as usize),
             delimiter: args.delimiter,
+            // Key lists often come from Windows tools: `query` strips the
+            // CR of its stdin lines too.
+            strip_cr: true,
         },
         chunk_bytes: 1 << 20,
     };

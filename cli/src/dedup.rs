@@ -26,6 +26,12 @@ The key is the whole line, or field K (1-based) split on the delimiter
 dropped only if the filter says its key was seen: a false positive (about
 1 in 8,000 new keys at full load with 16-bit tags) drops a new record, and
 the summary estimates how many. Records without a trailing newline get one.
+A record is bytes: with CRLF line ends the CR is part of the record and of
+its key (a\\r\\n and a\\n are different records).
+
+-o FILE replaces FILE only when the run succeeds (temporary file, rename),
+so FILE may be one of the inputs, as with `sort -o`; a FIFO or device is
+written through. Stdout redirected onto an input (`>> input`) is refused.
 
 Exit status: 0 on success, 2 on an error (missing file, full filter,
 unwritable output).";
@@ -56,7 +62,8 @@ pub struct Args {
     /// Field delimiter for --field: one byte, or "tab".
     #[arg(long, default_value = "tab", value_parser = parse_delimiter)]
     pub delimiter: u8,
-    /// Writes the records here instead of stdout.
+    /// Writes the records here instead of stdout; replaced only when the
+    /// run succeeds, so it may be one of the inputs.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Hash seed (default: random).
@@ -137,6 +144,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         key: KeySpec {
             field: args.field.map(|f| f as usize),
             delimiter: args.delimiter,
+            strip_cr: false,
         },
         chunk_bytes,
     };

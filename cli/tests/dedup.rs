@@ -317,6 +317,7 @@ fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
         key: KeySpec {
             field: None,
             delimiter: b'\t',
+            strip_cr: false,
         },
         chunk_bytes: 1024,
     };

@@ -297,3 +297,34 @@ fn bloom_files_build_query_info_and_verify() {
         "bloom",
     );
 }
+
+#[test]
+fn keys_with_crlf_line_endings_are_found_by_build_and_query_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("keys.txt");
+    std::fs::write(&input, "alice\r\nbob\r\ncarol\r\n").unwrap();
+    let file = dir.path().join("k.koel");
+    koel()
+        .args(["build", "--seed", "1", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&file)
+        .assert()
+        .success();
+    // A key on the command line, as typed.
+    koel()
+        .arg("query")
+        .arg(&file)
+        .arg("bob")
+        .assert()
+        .success()
+        .stdout("maybe\tbob\n");
+    // Keys on stdin with CRLF endings: one trailing CR is stripped.
+    koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin("alice\r\ncarol\r\n")
+        .assert()
+        .success()
+        .stdout("maybe\talice\nmaybe\tcarol\n");
+}
