@@ -249,7 +249,12 @@ fn a_save_killed_midway_leaves_nothing_behind() {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut killed_while_saving = 0;
-    for round in 0..8u64 {
+    // KOEL_SAVE_KILLS=60 for a longer run.
+    let rounds: u64 = std::env::var("KOEL_SAVE_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(8);
+    for round in 0..rounds {
         let mut child = std::process::Command::new(&exe)
             .args(["--exact", "save_loop_child", "--ignored", "--nocapture"])
             .env("KOEL_SAVE_LOOP_DIR", dir.path())
@@ -264,7 +269,7 @@ fn a_save_killed_midway_leaves_nothing_behind() {
             assert!(out.read_line(&mut line).unwrap() > 0, "child ended early");
         }
         // Different points of the write, the sync and the rename.
-        std::thread::sleep(Duration::from_millis(20 + 37 * round));
+        std::thread::sleep(Duration::from_millis(20 + 37 * (round % 10)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         killed_while_saving += 1;
