@@ -502,6 +502,30 @@ mod tests {
     }
 
     #[test]
+    fn the_named_fallback_commits_by_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.koel");
+        std::fs::write(&path, b"old").unwrap();
+        let temp = dir.path().join(temp_name());
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .unwrap();
+        let mut out = AtomicFile {
+            file,
+            target: path.clone(),
+            dir: dir.path().to_path_buf(),
+            temp: Some(temp),
+            replaces: true,
+        };
+        out.write_all(b"new").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new");
+        assert!(leftovers(dir.path(), "f.koel").is_empty());
+    }
+
+    #[test]
     fn a_path_without_a_file_name_is_an_error() {
         let f = filter(3, 0..10);
         let err = f.save(Path::new("/")).unwrap_err();
