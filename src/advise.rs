@@ -252,7 +252,10 @@ impl Recommendation {
 ///   to need fewer doublings.
 ///
 /// A requirement no filter meets is reported in
-/// [`Recommendation::meets_requirements`] and the reason, never hidden.
+/// [`Recommendation::meets_requirements`] and the reason, never hidden; so
+/// is a filter larger than one process can address (over 128 TiB, e.g. a
+/// huge `SetSize::Bounded` factor): the reason then starts with
+/// "NOT buildable".
 ///
 /// ```
 /// use koel::{advise, FilterKind, Requirements};
@@ -279,6 +282,26 @@ impl Recommendation {
 /// `0..1`, a growth factor below 1), or when no filter of the chosen kind
 /// fits in an address space.
 pub fn advise(req: Requirements) -> Result<Recommendation, AdviseError> {
+    let mut rec = recommend(req)?;
+    if rec.memory_bytes as u64 > MAX_ADDRESSABLE_BYTES {
+        rec.meets_requirements = false;
+        rec.reason = format!(
+            "NOT buildable: this filter needs {:.0} TiB, more than a process can address \
+             (128 TiB on x86-64 and ARM64), so no machine can hold it. Split the set across \
+             filters (e.g. by key hash) or machines, or use an exact store on disk. {}",
+            rec.memory_bytes as f64 / (1u64 << 40) as f64,
+            rec.reason
+        );
+    }
+    Ok(rec)
+}
+
+/// The user address space of x86-64 and ARM64 with 4-level page tables:
+/// no filter larger than this can be allocated by one process.
+const MAX_ADDRESSABLE_BYTES: u64 = 1 << 47;
+
+/// [`advise`] before the address-space check.
+fn recommend(req: Requirements) -> Result<Recommendation, AdviseError> {
     let p = req.false_positive_rate;
     if req.items == 0 {
         return Err(AdviseError::ZeroItems);

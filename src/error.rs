@@ -1,6 +1,26 @@
 //! Error types.
+//!
+//! One rule for all of them: the message (`Display`) is one complete line,
+//! causes included, and `source()` is `None`, so that a reporter printing
+//! the chain shows each cause once.
 
 use std::fmt;
+
+/// A rate in an error message, in as few digits as say it exactly:
+/// `0.01`, `2.5e-7`, `1e-300` (never hundreds of zeros).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rate(pub(crate) f64);
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.0;
+        if p == 0.0 || !p.is_finite() || (1e-3..1e6).contains(&p.abs()) {
+            write!(f, "{p}")
+        } else {
+            write!(f, "{p:e}")
+        }
+    }
+}
 
 /// Why a filter could not be built.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,7 +74,8 @@ impl fmt::Display for BuildError {
             }
             BuildError::InvalidFalsePositiveRate(p) => write!(
                 f,
-                "false-positive rate {p} is out of range: a cuckoo filter's max_false_positive_rate must be in (0, 1], a Bloom filter's false_positive_rate at least 1e-20 and below 1"
+                "false-positive rate {} is out of range: a cuckoo filter's max_false_positive_rate must be in (0, 1], a Bloom filter's false_positive_rate at least 1e-20 and below 1",
+                Rate(*p)
             ),
             BuildError::ExceedsMaxMemory { bytes, max } => write!(
                 f,
@@ -211,3 +232,29 @@ impl fmt::Display for AdviseError {
 }
 
 impl std::error::Error for AdviseError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_print_in_few_digits() {
+        assert_eq!(Rate(0.01).to_string(), "0.01");
+        assert_eq!(Rate(0.001).to_string(), "0.001");
+        assert_eq!(Rate(2.5e-7).to_string(), "2.5e-7");
+        assert_eq!(Rate(1e-300).to_string(), "1e-300");
+        assert_eq!(Rate(5e-324).to_string(), "5e-324");
+        assert_eq!(Rate(0.0).to_string(), "0");
+        assert_eq!(Rate(f64::NAN).to_string(), "NaN");
+        assert_eq!(Rate(1.5).to_string(), "1.5");
+        assert_eq!(Rate(1e300).to_string(), "1e300");
+    }
+
+    #[test]
+    fn a_tiny_rate_is_not_hundreds_of_digits() {
+        let e = BuildError::InvalidFalsePositiveRate(1e-300);
+        let text = e.to_string();
+        assert!(text.contains("1e-300"), "{text}");
+        assert!(text.len() < 250, "{} chars: {text}", text.len());
+    }
+}

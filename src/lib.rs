@@ -173,6 +173,11 @@ pub use error::{AdviseError, BuildError, InsertError, UnionError};
 #[cfg(all(feature = "rayon", not(loom)))]
 pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
+/// Atomic, crash-safe replacement of a file, shared with the `koel`
+/// command-line tool: not part of the library's stable API.
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub use persist::AtomicFile;
 #[cfg(not(loom))]
 pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
 

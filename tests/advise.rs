@@ -298,3 +298,23 @@ fn a_growing_recommendation_grows_as_planned_when_built_and_filled() {
     check_grown(100_000, 1e-2, 4.0, 2_000_000);
     check_grown(50_000, 1e-3, 16.0, 4_000_000);
 }
+
+#[test]
+fn a_filter_no_process_can_address_does_not_meet_the_requirements() {
+    // 1M items growing to 1e15: a 1,788 TiB Bloom filter, more than any
+    // 64-bit process can address.
+    let rec = advise(Requirements::new(1_000_000, 1e-3).growth(SetSize::Bounded { factor: 1e9 }))
+        .unwrap();
+    assert!(rec.memory_bytes > 1 << 47, "{}", rec.memory_bytes);
+    assert!(!rec.meets_requirements, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("NOT") && rec.reason.contains("address"),
+        "{}",
+        rec.reason
+    );
+    // The same kind of set, 1,000 times smaller (1.8 TiB), is buildable
+    // in principle and meets them.
+    let rec = advise(Requirements::new(1_000_000, 1e-3).growth(SetSize::Bounded { factor: 1e6 }))
+        .unwrap();
+    assert!(rec.meets_requirements, "{}", rec.reason);
+}

@@ -83,6 +83,14 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
+/// This machine's RAM in bytes, where Linux says (`/proc/meminfo`).
+fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// Runs `koel advise`.
 ///
 /// # Errors
@@ -139,7 +147,15 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     };
     println!("use          {what}");
     if rec.kind.is_some() {
-        println!("memory       {}", human::bytes(rec.memory_bytes as u64));
+        let memory = rec.memory_bytes as u64;
+        match physical_memory() {
+            Some(ram) if memory > ram => println!(
+                "memory       {} (more than this machine's {} of RAM)",
+                human::bytes(memory),
+                human::bytes(ram)
+            ),
+            _ => println!("memory       {}", human::bytes(memory)),
+        }
         println!(
             "expected FPR {:.2e} (asked for {:.2e})",
             rec.expected_fpr, args.fpr

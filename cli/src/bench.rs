@@ -370,11 +370,11 @@ pub fn write_all(dir: &Path, results: &BenchResults, total_secs: f64) -> anyhow:
     let plots = charts::write_all(dir, results)?;
     let report = markdown::report(results, &plots, total_secs);
     let path = dir.join("report.md");
-    std::fs::write(&path, report).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::write_file(&path, report.as_bytes())?;
     let path = dir.join("results.json");
     let json =
         serde_json::to_string_pretty(results).context("cannot encode the results as JSON")?;
-    std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::write_file(&path, json.as_bytes())?;
     Ok(())
 }
 

@@ -16,8 +16,11 @@ Examples:
   koel query users.koel alice                                 # then ask it
 
 The file is written atomically (temporary file, sync, rename): a failed
-build leaves any old file in place. Keys hash as bytes, so `koel query`
-finds exactly the keys given here.";
+build leaves any old file in place, the new file keeps the old one's
+permissions, a symbolic link is written through, and anything but a
+regular file (a device, a directory) is refused. Keys are lines, LF or
+CRLF (one trailing CR is not part of the key, as in `koel query`); they
+hash as bytes, so `koel query` finds exactly the keys given here.";
 
 /// Options of `koel build`.
 #[derive(clap::Args, Debug)]
@@ -103,6 +106,9 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         key: KeySpec {
             field: args.field.map(|f| f as usize),
             delimiter: args.delimiter,
+            // Key lists often come from Windows tools: `query` strips the
+            // CR of its stdin lines too.
+            strip_cr: true,
         },
         chunk_bytes: 1 << 20,
     };
@@ -190,16 +196,21 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<CuckooFilter> {
 ///
 /// As [`load`].
 pub fn load_any(path: &std::path::Path) -> anyhow::Result<Box<dyn CliFilter>> {
+    load_any_raw(path).with_context(|| format!("cannot load {}", path.display()))
+}
+
+/// [`load_any`] with the library's error, for callers that sort errors.
+///
+/// # Errors
+///
+/// As [`load`].
+pub fn load_any_raw(path: &std::path::Path) -> Result<Box<dyn CliFilter>, LoadError> {
     match CuckooFilter::load(path) {
         Ok(f) => Ok(Box::new(f)),
         Err(LoadError::WrongKind {
             found: FilterKind::Bloom,
             ..
-        }) => {
-            Ok(Box::new(BloomFilter::load(path).with_context(|| {
-                format!("cannot load {}", path.display())
-            })?))
-        }
-        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot load {}", path.display()))),
+        }) => Ok(Box::new(BloomFilter::load(path)?)),
+        Err(e) => Err(e),
     }
 }

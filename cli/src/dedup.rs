@@ -8,9 +8,8 @@ pub use engine::{run, KeySpec, Options, Totals};
 pub use input::Inputs;
 
 use crate::filters::{self, CliFilter};
-use crate::{human, parse, progress, Outcome};
+use crate::{human, output, parse, progress, Outcome};
 use anyhow::Context;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -27,6 +26,12 @@ The key is the whole line, or field K (1-based) split on the delimiter
 dropped only if the filter says its key was seen: a false positive (about
 1 in 8,000 new keys at full load with 16-bit tags) drops a new record, and
 the summary estimates how many. Records without a trailing newline get one.
+A record is bytes: with CRLF line ends the CR is part of the record and of
+its key (a\\r\\n and a\\n are different records).
+
+-o FILE replaces FILE only when the run succeeds (temporary file, rename),
+so FILE may be one of the inputs, as with `sort -o`; a FIFO or device is
+written through. Stdout redirected onto an input (`>> input`) is refused.
 
 Exit status: 0 on success, 2 on an error (missing file, full filter,
 unwritable output).";
@@ -57,7 +62,8 @@ pub struct Args {
     /// Field delimiter for --field: one byte, or "tab".
     #[arg(long, default_value = "tab", value_parser = parse_delimiter)]
     pub delimiter: u8,
-    /// Writes the records here instead of stdout.
+    /// Writes the records here instead of stdout; replaced only when the
+    /// run succeeds, so it may be one of the inputs.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Hash seed (default: random).
@@ -111,11 +117,22 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         None => filters::build_cuckoo(expected, bits, args.seed)?,
     };
 
-    let mut output: Box<dyn Write + Send> = match &args.output {
-        Some(path) => Box::new(BufWriter::with_capacity(
-            1 << 20,
-            File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-        )),
+    // Output files follow the rule of `crate::output`: replaced only at
+    // the end, so `-o` may name an input (as `sort -o`).
+    let mut file_output = match &args.output {
+        Some(path) => {
+            if let Some(state) = &args.state {
+                output::refuse_same_file(path, "--output", state, "--state")?;
+            }
+            Some(output::Stream::create(path)?)
+        }
+        None => {
+            output::refuse_stdout_onto(&args.files)?;
+            None
+        }
+    };
+    let mut output: Box<dyn Write + Send + '_> = match &mut file_output {
+        Some(stream) => Box::new(BufWriter::with_capacity(1 << 20, stream)),
         None => Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout())),
     };
     let chunk_bytes = usize::try_from(args.chunk_bytes)
@@ -127,6 +144,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         key: KeySpec {
             field: args.field.map(|f| f as usize),
             delimiter: args.delimiter,
+            strip_cr: false,
         },
         chunk_bytes,
     };
@@ -138,11 +156,20 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
-    let totals = match result {
+    let totals = match result.and_then(|t| {
+        output.flush().context("cannot write the output")?;
+        Ok(t)
+    }) {
         Ok(t) => t,
         Err(e) if is_broken_pipe(&e) => return Ok(Outcome::Success),
         Err(e) => return Err(e),
     };
+    drop(output);
+    if let (Some(stream), Some(path)) = (file_output, &args.output) {
+        stream
+            .finish()
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let secs = start.elapsed().as_secs_f64();
     if let Some(path) = &args.state {
         filter

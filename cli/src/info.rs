@@ -1,8 +1,7 @@
 //! `koel info`: what a filter file holds.
 
 use crate::{human, Outcome};
-use anyhow::Context;
-use koel::{ChecksumStatus, FileInfo, FilterKind};
+use koel::{ChecksumStatus, FileInfo, FilterKind, LoadError};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -13,8 +12,10 @@ Examples:
 
 Prints the header (kind, layout, geometry, seed), the item count, load,
 memory and false-positive estimate, and whether the checksum is valid.
-Exit status: 0 for an intact file, 1 if the payload is damaged or this
-build hashes differently, 2 if it is not a readable koel file.";
+Exit status: 0 for an intact file; 1 if the file was read and is not an
+intact koel filter (damaged, truncated, foreign, another format version,
+saved by a build that hashes differently); 2 if it cannot be read at all
+(missing, no permission, a directory).";
 
 /// Options of `koel info`.
 #[derive(clap::Args, Debug)]
@@ -24,14 +25,75 @@ pub struct Args {
     pub file: PathBuf,
 }
 
+/// Why a filter file cannot be described or used.
+#[derive(Debug)]
+pub enum FileProblem {
+    /// It cannot be read at all (missing, no permission, a directory, an
+    /// I/O error): exit status 2.
+    Unreadable(anyhow::Error),
+    /// It was read and is not an intact koel filter: exit status 1 from
+    /// `info` and `verify`.
+    Invalid(String),
+}
+
+impl FileProblem {
+    /// A load error of `path`, sorted into the two cases.
+    pub fn of_load(path: &Path, e: LoadError) -> FileProblem {
+        match e {
+            LoadError::Io(_) => FileProblem::Unreadable(
+                anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+            ),
+            invalid => FileProblem::Invalid(invalid.to_string()),
+        }
+    }
+
+    /// Ends `info` or `verify`: an unreadable file is an error (exit 2),
+    /// an invalid one a failed check (exit 1) with `prefix` and the reason
+    /// on one line.
+    ///
+    /// # Errors
+    ///
+    /// [`FileProblem::Unreadable`].
+    pub fn report(self, prefix: &str) -> anyhow::Result<Outcome> {
+        match self {
+            FileProblem::Unreadable(e) => Err(e),
+            FileProblem::Invalid(why) => {
+                eprintln!("{prefix}{why}");
+                Ok(Outcome::CheckFailed)
+            }
+        }
+    }
+}
+
 /// Reads the header and checksum of `path` (streaming, one buffer).
 ///
 /// # Errors
 ///
-/// The file cannot be opened or its header is not a valid koel header.
-pub fn inspect(path: &Path) -> anyhow::Result<FileInfo> {
-    let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    koel::inspect(BufReader::new(f)).with_context(|| format!("cannot read {}", path.display()))
+/// The file cannot be read, or its header is not a valid koel header.
+pub fn inspect(path: &Path) -> Result<FileInfo, FileProblem> {
+    let unreadable = |e: std::io::Error| {
+        FileProblem::Unreadable(
+            anyhow::Error::new(e).context(format!("cannot open {}", path.display())),
+        )
+    };
+    let f = File::open(path).map_err(unreadable)?;
+    if f.metadata().map_err(unreadable)?.is_dir() {
+        return Err(FileProblem::Unreadable(anyhow::anyhow!(
+            "cannot read {}: it is a directory, not a filter file",
+            path.display()
+        )));
+    }
+    koel::inspect(BufReader::new(f)).map_err(|e| FileProblem::of_load(path, e))
+}
+
+/// Loads `path` as a filter of either kind, sorting a failure as
+/// [`inspect`] does.
+///
+/// # Errors
+///
+/// As [`inspect`].
+pub fn load(path: &Path) -> Result<Box<dyn crate::filters::CliFilter>, FileProblem> {
+    crate::build::load_any_raw(path).map_err(|e| FileProblem::of_load(path, e))
 }
 
 /// What is wrong with `info`'s file, if anything.
@@ -70,7 +132,11 @@ pub fn problem(info: &FileInfo) -> Option<String> {
 ///
 /// The file is missing or not a koel file.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let info = inspect(&args.file)?;
+    let prefix = format!("koel info: {}: ", args.file.display());
+    let info = match inspect(&args.file) {
+        Ok(info) => info,
+        Err(p) => return p.report(&prefix),
+    };
     let size = std::fs::metadata(&args.file).map_or(0, |m| m.len());
     let slots = info.buckets * u64::from(info.tags_per_bucket);
     println!(
@@ -115,7 +181,10 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let problem = problem(&info);
     if problem.is_none() {
-        let filter = crate::build::load_any(&args.file)?;
+        let filter = match load(&args.file) {
+            Ok(f) => f,
+            Err(p) => return p.report(&prefix),
+        };
         println!(
             "memory       {} when loaded",
             human::bytes(filter.memory_usage() as u64)
@@ -141,8 +210,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         }
     );
     if let Some(p) = problem {
-        eprintln!("koel info: {}: {p}", args.file.display());
-        return Ok(Outcome::CheckFailed);
+        return FileProblem::Invalid(p).report(&prefix);
     }
     Ok(Outcome::Success)
 }

@@ -14,6 +14,7 @@ pub mod human;
 pub mod info;
 pub mod keys;
 pub mod latency;
+pub mod output;
 pub mod parse;
 pub mod plot;
 pub mod progress;
@@ -31,24 +32,15 @@ pub enum Outcome {
     CheckFailed,
 }
 
-/// Fails early, before long work, if `path` cannot be written; leaves no
-/// empty file behind.
+/// Fails early, before long work, if `path` cannot be written as an
+/// output file (see [`output`]); creates and changes nothing.
 ///
 /// # Errors
 ///
-/// The file cannot be created or opened for writing (one line, naming it).
+/// `path` is not a regular file, or its directory is not writable (one
+/// line, naming it).
 pub fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
+    output::check(path)
 }
 
 /// `--threads`, or the number of cores.

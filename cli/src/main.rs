@@ -12,7 +12,15 @@ Examples:
   koel build --input keys.txt --output keys.koel && koel query keys.koel some-key
   koel help stress                    # the options of one command
 
-Exit status: 0 on success, 1 when a check fails, 2 on a usage or runtime error.";
+Exit status: 0 on success, 1 when a check fails (stress saw a false negative;
+info or verify found a file that is not an intact filter; advise cannot meet
+the requirements; query of one key: absent), 2 on a usage or runtime error
+(bad option, missing or unreadable file, unwritable output). A reader that
+goes away (| head) ends a command quietly, as SIGPIPE ends cat (141 in sh).
+
+Output files are replaced atomically (temporary file, rename): an output may
+be one of the inputs, a failed command leaves the old file, and anything but
+a regular file is refused (dedup -o also writes into a FIFO or device).";
 
 /// Concurrent approximate set membership (cuckoo filter) from the command line.
 #[derive(Parser, Debug)]
@@ -47,6 +55,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    end_quietly_when_stdout_closes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
@@ -70,6 +79,24 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A reader that goes away (`koel info f.koel | head -1`) ends every
+/// command the way it ends `cat` or `grep`: killed by SIGPIPE at the next
+/// write, with no message (status 141 in a shell). Rust ignores SIGPIPE by
+/// default, which turns that write into an error and `println!` into a
+/// panic. Files are always written before stdout, and only by an atomic
+/// rename, so this never leaves a half-written output file.
+#[cfg(unix)]
+fn end_quietly_when_stdout_closes() {
+    // SAFETY: restoring a signal's default disposition at the start of
+    // `main`, before any thread is spawned; no handler runs our code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn end_quietly_when_stdout_closes() {}
 
 /// Help and version go to stdout as usual; a usage error becomes one line on
 /// stderr (clap's first line, which names the flag and the problem).

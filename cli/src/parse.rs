@@ -67,16 +67,24 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A false-positive rate in `(0, 1)`.
+/// A filter's false-positive rate: above 0 and below 1.
 ///
 /// # Errors
 ///
-/// A one-line message for anything else.
+/// A one-line message for anything else; 0 says why no filter can have it.
 pub fn probability(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        Ok(0.0) => Err(
+            "a false-positive rate must be above 0: every filter has some false positives \
+             (for none, keep an exact set; `koel advise --fpr 0` says so too)"
+                .to_string(),
+        ),
+        Ok(v) if v.is_finite() => Err(format!(
+            "{s:?} is not a false-positive rate: it must be above 0 and below 1 (e.g. 0.001 or 1e-4)"
+        )),
         _ => Err(format!(
-            "{s:?} is not a probability between 0 and 1 (e.g. 0.001 or 1e-4)"
+            "{s:?} is not a number: give a false-positive rate above 0 and below 1 (e.g. 0.001 or 1e-4)"
         )),
     }
 }
@@ -115,7 +123,12 @@ mod tests {
         assert!(fraction("1.5").is_err());
         assert!(fraction("NaN").is_err());
         assert_eq!(probability("1e-3"), Ok(0.001));
-        assert!(probability("0").is_err());
+        let zero = probability("0").unwrap_err();
+        assert!(
+            zero.contains("above 0") && zero.contains("exact set"),
+            "{zero}"
+        );
+        assert!(!zero.contains("not a probability"), "{zero}");
         assert!(probability("1").is_err());
     }
 }

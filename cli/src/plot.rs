@@ -4,7 +4,6 @@
 use crate::human;
 use crate::latency::PERCENTILES;
 use crate::stress::StressReport;
-use anyhow::Context;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -25,7 +24,7 @@ const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
 pub fn stress(path: &Path, report: &StressReport) -> anyhow::Result<()> {
     let mut svg = String::new();
     draw(&mut svg, report).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
-    std::fs::write(path, svg).with_context(|| format!("cannot write plot file {}", path.display()))
+    crate::output::write_file(path, svg.as_bytes())
 }
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;

@@ -12,6 +12,10 @@ Examples:
   koel query users.koel < names.txt        # one key per line
   if koel query users.koel \"$name\" >/dev/null; then echo seen; fi
 
+Keys on stdin are one per line; a line may end in LF or CRLF (one trailing
+CR is not part of the key, as in `koel build`). Keys on the command line
+are taken as given.
+
 Exit status with a single key on the command line: 0 if maybe present, 1
 if absent. Otherwise 0. 2 on an error (missing or damaged file).";
 
@@ -53,8 +57,13 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             {
                 break;
             }
+            // One line end, LF or CRLF: `build` strips the CR of its key
+            // lines too, so a key list from Windows finds its keys.
             if line.last() == Some(&b'\n') {
                 line.pop();
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
             }
             answer(&line)?;
         }

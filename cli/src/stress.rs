@@ -203,6 +203,11 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         capacity: capacity as u64,
     };
     let report = run(filter.as_ref(), &config)?;
+    // Files before stdout: a reader of stdout that goes away ends the
+    // command (see main.rs), and must not cost the plot.
+    if let Some(path) = &args.plot {
+        plot::stress(path, &report)?;
+    }
     if args.json {
         println!(
             "{}",
@@ -211,11 +216,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     } else {
         print!("{}", report.text());
     }
-    if let Some(path) = &args.plot {
-        plot::stress(path, &report)?;
-        if !args.json {
-            println!("plot         {}", path.display());
-        }
+    if let (Some(path), false) = (&args.plot, args.json) {
+        println!("plot         {}", path.display());
     }
     let misses = report.check.false_negatives();
     if misses > 0 {

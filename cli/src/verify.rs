@@ -1,5 +1,6 @@
 //! `koel verify`: checksum and invariants of a filter file.
 
+use crate::info::{inspect, load, FileProblem};
 use crate::{human, Outcome};
 use std::path::PathBuf;
 
@@ -10,8 +11,10 @@ Examples:
 Checks the header, the checksum over header, payload and item count, the
 item count against the payload, that no bucket holds a reserved tag or
 stray bits, and that this build hashes keys as the saving build did (by
-loading the filter). Exit status: 0 if the file is intact, 1 if it is
-damaged (one line on stderr says how), 2 if it cannot be read at all.";
+loading the filter). Exit status: 0 if the file is intact; 1 if it was
+read and is not an intact koel filter (damaged, truncated, foreign, another
+format version: one line on stderr says how); 2 if it cannot be read at all
+(missing, no permission, a directory).";
 
 /// Options of `koel verify`.
 #[derive(clap::Args, Debug)]
@@ -28,22 +31,17 @@ pub struct Args {
 /// The file cannot be opened.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let path = &args.file;
-    std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
-    let failed = |why: String| {
-        eprintln!("koel verify: {}: FAILED: {why}", path.display());
-        Ok(Outcome::CheckFailed)
-    };
-    let info = match crate::info::inspect(path) {
+    let prefix = format!("koel verify: {}: FAILED: ", path.display());
+    let info = match inspect(path) {
         Ok(info) => info,
-        Err(e) => return failed(format!("{e:#}")),
+        Err(p) => return p.report(&prefix),
     };
     if let Some(problem) = crate::info::problem(&info) {
-        return failed(problem);
+        return FileProblem::Invalid(problem).report(&prefix);
     }
     // Loading re-checks every field and word, and the file length.
-    if let Err(e) = crate::build::load_any(path) {
-        return failed(format!("{e:#}"));
+    if let Err(p) = load(path) {
+        return p.report(&prefix);
     }
     println!(
         "{}: OK ({} filter, {} {}, checksum valid, hash probe matches)",

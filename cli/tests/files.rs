@@ -150,7 +150,7 @@ fn damaged_truncated_and_foreign_files_are_reported_in_one_line() {
     let header_only = dir.path().join("short.koel");
     std::fs::write(&header_only, &bytes[..10]).unwrap();
     assert_check_fails(&["verify".as_ref(), header_only.as_os_str()], "short.koel");
-    assert_one_line_error(&["info", header_only.to_str().unwrap()], "short.koel");
+    assert_check_fails(&["info".as_ref(), header_only.as_os_str()], "short.koel");
 
     let foreign = dir.path().join("notes.txt");
     std::fs::write(&foreign, "just some text, not a filter at all\n".repeat(10)).unwrap();
@@ -162,8 +162,8 @@ fn damaged_truncated_and_foreign_files_are_reported_in_one_line() {
         &["query", foreign.to_str().unwrap(), "x"],
         "not a koel filter file",
     );
-    assert_one_line_error(
-        &["info", foreign.to_str().unwrap()],
+    assert_check_fails(
+        &["info".as_ref(), foreign.as_os_str()],
         "not a koel filter file",
     );
 
@@ -296,4 +296,35 @@ fn bloom_files_build_query_info_and_verify() {
         &["dedup", "--state", file.to_str().unwrap(), "/dev/null"],
         "bloom",
     );
+}
+
+#[test]
+fn keys_with_crlf_line_endings_are_found_by_build_and_query_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("keys.txt");
+    std::fs::write(&input, "alice\r\nbob\r\ncarol\r\n").unwrap();
+    let file = dir.path().join("k.koel");
+    koel()
+        .args(["build", "--seed", "1", "--input"])
+        .arg(&input)
+        .arg("--output")
+        .arg(&file)
+        .assert()
+        .success();
+    // A key on the command line, as typed.
+    koel()
+        .arg("query")
+        .arg(&file)
+        .arg("bob")
+        .assert()
+        .success()
+        .stdout("maybe\tbob\n");
+    // Keys on stdin with CRLF endings: one trailing CR is stripped.
+    koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin("alice\r\ncarol\r\n")
+        .assert()
+        .success()
+        .stdout("maybe\talice\nmaybe\tcarol\n");
 }

@@ -172,7 +172,10 @@ impl BloomFilter {
             .build()
         {
             Ok(f) => f,
-            Err(e) => panic!("BloomFilter::new({capacity}, {p}): {e}"),
+            Err(e) => panic!(
+                "BloomFilter::new({capacity}, {}): {e}",
+                crate::error::Rate(p)
+            ),
         }
     }
 

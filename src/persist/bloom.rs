@@ -233,11 +233,16 @@ impl BloomFilter {
 
     /// Saves the filter to `path` atomically (temporary file in the same
     /// directory, sync, rename, sync of the directory), as
-    /// [`CuckooFilter::save`](crate::CuckooFilter::save).
+    /// [`CuckooFilter::save`](crate::CuckooFilter::save), with the same
+    /// rules: permissions kept, symbolic links followed, anything but a
+    /// regular file refused, nothing left behind by a killed process on
+    /// Linux.
     ///
     /// # Errors
     ///
-    /// Any I/O error (the old file at `path` is then untouched).
+    /// Any I/O error (the old file at `path` is then untouched);
+    /// `InvalidInput` for a path that names no file, something other than
+    /// a regular file, or a loop of symbolic links.
     pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
         file::replace_atomically(path.as_ref(), |f| self.write_to(f))
     }

@@ -361,13 +361,22 @@ impl CuckooFilter {
     /// Concurrency as in [`write_to`](Self::write_to); the stripes are
     /// released before the final sync.
     ///
-    /// The new file gets the default permissions of a new file (the old
-    /// file's are not copied), and a symbolic link at `path` is replaced by
-    /// the file, not followed.
+    /// The new file keeps the old file's permission bits (and its owner
+    /// and group where the process may set them); a new file gets the
+    /// default permissions. A symbolic link at `path` is followed: the file
+    /// it points to is replaced (or created), the link stays. Anything at `path` that is
+    /// not a regular file (a directory, a device such as `/dev/full`, a
+    /// FIFO, a socket) is refused, never replaced. On Linux the temporary
+    /// file has no name while it is written (`O_TMPFILE`), so a process
+    /// killed mid-save leaves nothing behind; elsewhere it is a short
+    /// hidden name (`.koel-<16 hex>.tmp`). Any legal file name, UTF-8 or
+    /// not, can be saved to.
     ///
     /// # Errors
     ///
-    /// Any I/O error (the old file at `path` is then untouched).
+    /// Any I/O error (the old file at `path` is then untouched);
+    /// `InvalidInput` for a path that names no file, something other than
+    /// a regular file, or a loop of symbolic links.
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;

@@ -253,7 +253,8 @@ impl fmt::Display for LoadError {
             }
             LoadError::InvalidFalsePositiveRate { rate } => write!(
                 f,
-                "Bloom target false-positive rate {rate} is outside 1e-20..1"
+                "Bloom target false-positive rate {} is outside 1e-20..1",
+                crate::error::Rate(*rate)
             ),
             LoadError::InvalidM0 { m0 } => write!(
                 f,
@@ -311,17 +312,281 @@ impl fmt::Display for LoadError {
     }
 }
 
-impl std::error::Error for LoadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LoadError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+/// The message of every variant is complete, I/O cause included, so
+/// `source()` is `None`: an error reporter that prints the chain (anyhow's
+/// `{:#}`) would otherwise print the cause twice. The I/O error itself is
+/// in [`LoadError::Io`].
+impl std::error::Error for LoadError {}
 
 impl From<io::Error> for LoadError {
     fn from(e: io::Error) -> Self {
         LoadError::Io(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each variant's position: the match fails to compile when a variant
+    /// is added, and `every_variant_has_a_sample` then fails until the new
+    /// one gets a sample below.
+    fn variant(e: &LoadError) -> usize {
+        match e {
+            LoadError::Io(_) => 0,
+            LoadError::Truncated { .. } => 1,
+            LoadError::NotKoelFile { .. } => 2,
+            LoadError::UnsupportedVersion { .. } => 3,
+            LoadError::HeaderChecksumMismatch { .. } => 4,
+            LoadError::UnknownKind(_) => 5,
+            LoadError::WrongKind { .. } => 6,
+            LoadError::UnknownHashAlgorithm(_) => 7,
+            LoadError::UnknownFlags(_) => 8,
+            LoadError::ReservedNotZero { .. } => 9,
+            LoadError::UnsupportedLayout { .. } => 10,
+            LoadError::UnsupportedBloomLayout { .. } => 11,
+            LoadError::UnsupportedBitMapping { .. } => 12,
+            LoadError::InvalidBlockCount { .. } => 13,
+            LoadError::InvalidCapacity { .. } => 14,
+            LoadError::InvalidFalsePositiveRate { .. } => 15,
+            LoadError::InvalidM0 { .. } => 16,
+            LoadError::InvalidGeneration { .. } => 17,
+            LoadError::BucketCountMismatch { .. } => 18,
+            LoadError::PayloadLengthMismatch { .. } => 19,
+            LoadError::FileLengthMismatch { .. } => 20,
+            LoadError::HashProbeMismatch { .. } => 21,
+            LoadError::ChecksumMismatch { .. } => 22,
+            LoadError::CorruptPayload { .. } => 23,
+            LoadError::ItemCountMismatch { .. } => 24,
+            LoadError::AllocationFailed { .. } => 25,
+        }
+    }
+    const VARIANTS: usize = 26;
+
+    /// One value of every variant, with the words its message must hold
+    /// (what is wrong, and the values that say by how much).
+    fn samples() -> Vec<(LoadError, &'static [&'static str])> {
+        vec![
+            (
+                LoadError::Io(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "access denied",
+                )),
+                &["could not read the filter", "access denied"],
+            ),
+            (
+                LoadError::Truncated {
+                    section: "payload",
+                    expected: 4096,
+                    found: 17,
+                },
+                &["truncated", "payload", "4096", "17"],
+            ),
+            (
+                LoadError::NotKoelFile {
+                    found: *b"PK\x03\x04abcd",
+                },
+                &["not a koel filter file", "50, 4b, 03, 04"],
+            ),
+            (
+                LoadError::UnsupportedVersion {
+                    found: 9,
+                    supported: 1,
+                },
+                &["version 9 is not supported", "reads version 1"],
+            ),
+            (
+                LoadError::HeaderChecksumMismatch {
+                    stored: 0xabc,
+                    computed: 0xdef,
+                },
+                &[
+                    "header is damaged",
+                    "0x0000000000000abc",
+                    "0x0000000000000def",
+                ],
+            ),
+            (LoadError::UnknownKind(7), &["unknown filter kind 7"]),
+            (
+                LoadError::WrongKind {
+                    expected: FilterKind::Cuckoo,
+                    found: FilterKind::Bloom,
+                },
+                &["holds a bloom filter, not a cuckoo filter"],
+            ),
+            (
+                LoadError::UnknownHashAlgorithm(3),
+                &["unknown hash algorithm 3", "ahash"],
+            ),
+            (LoadError::UnknownFlags(0x30), &["flags 0x30"]),
+            (
+                LoadError::ReservedNotZero {
+                    offset: 20,
+                    value: 0x9,
+                },
+                &["reserved header field at byte 20", "0x9", "must be 0"],
+            ),
+            (
+                LoadError::UnsupportedLayout {
+                    tag_bits: 9,
+                    tags_per_bucket: 7,
+                    words_per_bucket: 2,
+                },
+                &[
+                    "unsupported cuckoo bucket layout",
+                    "9-bit tags",
+                    "7 per bucket",
+                    "2 word",
+                ],
+            ),
+            (
+                LoadError::UnsupportedBloomLayout {
+                    bits_per_key: 5,
+                    words_per_block: 3,
+                },
+                &["unsupported Bloom layout", "5 bits per key", "3 words"],
+            ),
+            (
+                LoadError::UnsupportedBitMapping {
+                    found: 4,
+                    supported: 1,
+                },
+                &["mapping 4", "uses 1", "lose items"],
+            ),
+            (
+                LoadError::InvalidBlockCount { blocks: 0 },
+                &["block count 0"],
+            ),
+            (LoadError::InvalidCapacity { capacity: 0 }, &["capacity 0"]),
+            (
+                LoadError::InvalidFalsePositiveRate { rate: 1e-300 },
+                &["false-positive rate 1e-300 is outside"],
+            ),
+            (LoadError::InvalidM0 { m0: 63 }, &["m0) is 63"]),
+            (
+                LoadError::InvalidGeneration {
+                    generation: 14,
+                    tag_bits: 16,
+                },
+                &["generation 14", "16-bit tags", "at most 12"],
+            ),
+            (
+                LoadError::BucketCountMismatch {
+                    stored: 100,
+                    expected: 128,
+                },
+                &["bucket count 100", "128"],
+            ),
+            (
+                LoadError::PayloadLengthMismatch {
+                    stored: 10,
+                    expected: 1024,
+                },
+                &["payload length 10", "1024"],
+            ),
+            (
+                LoadError::FileLengthMismatch {
+                    expected: 2000,
+                    actual: 1000,
+                },
+                &["truncated", "2000", "1000"],
+            ),
+            (
+                LoadError::HashProbeMismatch {
+                    stored: 1,
+                    computed: 2,
+                },
+                &[
+                    "hashes keys differently",
+                    "0x0000000000000001",
+                    "0x0000000000000002",
+                ],
+            ),
+            (
+                LoadError::ChecksumMismatch {
+                    stored: 5,
+                    computed: 6,
+                },
+                &[
+                    "file is damaged",
+                    "0x0000000000000005",
+                    "0x0000000000000006",
+                ],
+            ),
+            (
+                LoadError::CorruptPayload {
+                    word: 77,
+                    reason: "a reserved all-ones tag",
+                },
+                &["bucket word 77", "reserved all-ones tag"],
+            ),
+            (
+                LoadError::ItemCountMismatch {
+                    stored: 9,
+                    counted: 8,
+                },
+                &["item count 9", "8 occupied slots"],
+            ),
+            (
+                LoadError::AllocationFailed { bytes: 1 << 40 },
+                &["allocate 1099511627776 bytes"],
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_variant_has_a_sample() {
+        let mut seen = [false; VARIANTS];
+        for (e, _) in samples() {
+            seen[variant(&e)] = true;
+        }
+        let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
+        assert!(missing.is_empty(), "variants without a sample: {missing:?}");
+    }
+
+    #[test]
+    fn every_message_is_one_complete_line_naming_its_cause() {
+        use std::error::Error;
+        for (e, words) in samples() {
+            let text = e.to_string();
+            for w in words {
+                assert!(
+                    text.contains(w),
+                    "{e:?} displays as {text:?}, lacking {w:?}"
+                );
+            }
+            assert!(!text.contains('\n'), "{text:?}");
+            assert!(text.len() < 300, "{text:?}");
+            assert!(!text.ends_with('.'), "{text:?}");
+            // The message is complete: a chain printer (anyhow `{:#}`)
+            // must not find the cause a second time.
+            assert!(
+                e.source().is_none(),
+                "{e:?} has a source: its cause prints twice"
+            );
+        }
+    }
+
+    #[test]
+    fn the_io_cause_is_printed_once_in_a_chain() {
+        let e = LoadError::from(io::Error::from_raw_os_error(2));
+        let chain = format!("{:#}", ChainOf(&e));
+        let cause = io::Error::from_raw_os_error(2).to_string();
+        assert_eq!(chain.matches(&cause).count(), 1, "{chain}");
+    }
+
+    /// Prints an error and its sources, as `anyhow`'s `{:#}` does.
+    struct ChainOf<'a>(&'a dyn std::error::Error);
+
+    impl fmt::Display for ChainOf<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{}", self.0)?;
+            let mut source = self.0.source();
+            while let Some(s) = source {
+                write!(f, ": {s}")?;
+                source = s.source();
+            }
+            Ok(())
+        }
     }
 }

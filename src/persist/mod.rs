@@ -28,4 +28,5 @@ mod saved;
 mod stream;
 
 pub use error::LoadError;
+pub use file::AtomicFile;
 pub use inspect::{inspect, ChecksumStatus, FileInfo};

@@ -4,7 +4,6 @@
 
 use super::BenchResults;
 use crate::plot::tick_nanos;
-use anyhow::Context;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -287,7 +286,7 @@ fn write_svg(
             .map_err(|e| anyhow::anyhow!("cannot draw {name}: {e}"))?;
     }
     let path = dir.join(name);
-    std::fs::write(&path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::write_file(&path, svg.as_bytes())?;
     Ok(name.to_string())
 }
 

@@ -24,12 +24,20 @@ pub struct KeySpec {
     pub field: Option<usize>,
     /// Field delimiter.
     pub delimiter: u8,
+    /// Strip one trailing `\r` (CRLF line ends) before finding the key:
+    /// `build`'s key lists, so that they match `query`'s. `dedup` keeps it:
+    /// a record and its key are bytes, CR included.
+    pub strip_cr: bool,
 }
 
 impl KeySpec {
     /// The key of `line`, or `None` if it has fewer fields than `field`.
     #[inline]
     pub fn key<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        let line = match line {
+            [rest @ .., b'\r'] if self.strip_cr => rest,
+            _ => line,
+        };
         match self.field {
             None => Some(line),
             Some(k) => line.split(|&b| b == self.delimiter).nth(k - 1),

@@ -1,0 +1,205 @@
+//! How every command writes its files: one rule, so that no command
+//! damages what it was given.
+//!
+//! * An output that is a regular file (or does not exist yet) is written
+//!   to a temporary file in its directory and renamed over it only when
+//!   the command succeeds, as `sort -o` does: an output may be one of the
+//!   inputs (`koel dedup f.txt -o f.txt`), a failed command leaves the old
+//!   file as it was, and the new file keeps the old one's permissions. On
+//!   Linux the temporary file has no name until it is complete, so a
+//!   killed command leaves nothing behind.
+//! * A symbolic link is followed: the file it names is replaced, the link
+//!   stays.
+//! * Anything else (a directory, a device, a FIFO, a socket) is refused,
+//!   except by `dedup -o`, which streams records into a FIFO or a device
+//!   (`-o /dev/null`) as it would into stdout.
+//! * `dedup` refuses a stdout redirected to one of its input files
+//!   (`koel dedup f.txt >> f.txt`), as `cat` does.
+//!
+//! The mechanism is the library's [`koel::AtomicFile`], which `save` uses.
+
+use anyhow::Context;
+use koel::AtomicFile;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Fails early, before long work, if `path` cannot be written as an
+/// output file; creates nothing.
+///
+/// # Errors
+///
+/// `path` is not a regular file, or its directory is not writable (one
+/// line, naming it).
+pub fn check(path: &Path) -> anyhow::Result<()> {
+    AtomicFile::create(path)
+        .map(drop)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes `bytes` to `path` under the rule above (plots, reports).
+///
+/// # Errors
+///
+/// As [`check`], or any I/O error (the old file is then untouched).
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let context = || format!("cannot write {}", path.display());
+    let mut out = AtomicFile::create(path).with_context(context)?;
+    out.write_all(bytes).with_context(context)?;
+    out.commit().with_context(context)
+}
+
+/// A streamed output file (`dedup -o`): replaced atomically if it is a
+/// regular file, written through if it is a FIFO or a device.
+#[derive(Debug)]
+pub enum Stream {
+    /// A regular file, replaced on [`finish`](Self::finish).
+    Replace(AtomicFile),
+    /// A FIFO or device, written as it comes.
+    Through(File),
+}
+
+impl Stream {
+    /// Opens `path` for streaming.
+    ///
+    /// # Errors
+    ///
+    /// A directory or socket, an unwritable directory, or a FIFO or device
+    /// that cannot be opened for writing.
+    pub fn create(path: &Path) -> anyhow::Result<Stream> {
+        let context = || format!("cannot write {}", path.display());
+        match std::fs::metadata(path) {
+            Ok(m) if is_streamable(&m) => OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map(Stream::Through)
+                .with_context(context),
+            _ => AtomicFile::create(path)
+                .map(Stream::Replace)
+                .with_context(context),
+        }
+    }
+
+    /// Puts the output in place (a regular file), or flushes it.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error; a regular file is then as it was.
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            Stream::Replace(f) => f.commit(),
+            Stream::Through(mut f) => f.flush(),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Replace(f) => f.write(buf),
+            Stream::Through(f) => f.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Replace(f) => f.write_all(buf),
+            Stream::Through(f) => f.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Replace(f) => f.flush(),
+            Stream::Through(f) => f.flush(),
+        }
+    }
+}
+
+/// A FIFO or a character device: something a stream of records goes into.
+#[cfg(unix)]
+fn is_streamable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    m.file_type().is_fifo() || m.file_type().is_char_device()
+}
+
+#[cfg(not(unix))]
+fn is_streamable(_m: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Which file a path or descriptor is: device and inode.
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+/// Fails if stdout is a regular file that is also one of `inputs` (`koel
+/// dedup f.txt >> f.txt`): the command would read what it writes.
+///
+/// # Errors
+///
+/// One line naming the input.
+#[cfg(unix)]
+pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
+    use std::os::fd::AsFd;
+    let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() else {
+        return Ok(());
+    };
+    let Ok(out) = File::from(fd).metadata() else {
+        return Ok(());
+    };
+    if !out.is_file() {
+        return Ok(());
+    }
+    for input in inputs {
+        if std::fs::metadata(input).is_ok_and(|m| identity(&m) == identity(&out)) {
+            anyhow::bail!(
+                "input file {} is also the output (stdout): use -o {} to replace it",
+                input.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+pub fn refuse_stdout_onto(_inputs: &[PathBuf]) -> anyhow::Result<()> {
+    Ok(())
+}
+
+/// Fails if two outputs of one command are the same file (the last would
+/// silently win).
+///
+/// # Errors
+///
+/// One line naming both.
+pub fn refuse_same_file(a: &Path, a_what: &str, b: &Path, b_what: &str) -> anyhow::Result<()> {
+    if canonical(a) == canonical(b) {
+        anyhow::bail!(
+            "{a_what} {} and {b_what} {} are the same file",
+            a.display(),
+            b.display()
+        );
+    }
+    Ok(())
+}
+
+/// `path` with its directory's symbolic links and `.`/`..` resolved, and
+/// its own link followed if it is one; as given if that fails.
+fn canonical(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => {
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            std::fs::canonicalize(dir).map_or_else(|_| path.to_path_buf(), |d| d.join(name))
+        }
+        _ => path.to_path_buf(),
+    }
+}
