@@ -88,3 +88,24 @@ fn canary_unlocked_remove() {
         common::models::Spawned::B,
     );
 }
+
+// Loom: "canary_unchecked_full_hint: 8 of 1064 executions failed; first
+// (execution 365): kb was refused while the lane the remove freed stayed
+// free (ka refused too): the full hint came from a search that missed the
+// remove".
+// The full hint set straight from the first search's failure, without the
+// fence and second search that the remove's check of the hint pairs with:
+// the search ran before the remove freed bucket 0's lane, the remove found
+// the hint clear, then the hint was set, and the remover's next insert was
+// refused without a search while the lane stayed free.
+#[test]
+#[should_panic(expected = "the full hint came from a search that missed the remove")]
+fn canary_unchecked_full_hint() {
+    common::models::full_hint_vs_remove(
+        "canary_unchecked_full_hint",
+        Canary::UncheckedFullHint,
+        // The inserter on the main thread runs first without a preemption,
+        // so the bound of two reaches: search fails | remove | hint set.
+        Spawned::B,
+    );
+}

@@ -23,7 +23,7 @@ use crate::hash::KeyHasher;
 use crate::raw::bucket::{L12x5, L16x4, Layout};
 use crate::raw::counters::Counters;
 use crate::raw::migrating::{self, Retry};
-use crate::raw::ops::{self, InsertFailure, Sealed};
+use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
 use crate::sync::{epoch, Backoff, Ordering};
 use std::fmt;
@@ -253,11 +253,17 @@ impl CuckooFilter {
     ) -> Result<bool, InsertError> {
         let t = self.table(guard);
         if t.migration(guard).is_none() {
-            let fast = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+            let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+            let fast = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
             match fast {
                 Ok(inserted) => return Ok(inserted),
-                Err(InsertFailure::Full) => self.grow(t, guard)?,
-                Err(InsertFailure::Sealed) => {}
+                Err(failure) => {
+                    if let Some(inserted) =
+                        self.after_insert_failure(t, at, unique, failure, guard)?
+                    {
+                        return Ok(inserted);
+                    }
+                }
             }
         }
         self.insert_slow(hash, unique, guard)
@@ -281,10 +287,17 @@ impl CuckooFilter {
             let t = self.table(guard);
             match t.migration(guard) {
                 None => {
-                    let r = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+                    let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+                    let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
                     match r {
                         Ok(inserted) => return Ok(inserted),
-                        Err(InsertFailure::Full) => self.grow(t, guard)?,
+                        Err(failure @ (InsertFailure::Full { .. } | InsertFailure::Saturated)) => {
+                            if let Some(inserted) =
+                                self.after_insert_failure(t, at, unique, failure, guard)?
+                            {
+                                return Ok(inserted);
+                            }
+                        }
                         Err(InsertFailure::Sealed) => {
                             // A migration began under us (and is visible now:
                             // a sealed stripe is read with Acquire). A sealed
