@@ -76,6 +76,10 @@ pub enum InsertError {
     /// of `capacity()` slots with 16-bit tags, 96% with 12-bit tags), and
     /// the filter does not grow ([`Growth::Fixed`](crate::Growth::Fixed), or
     /// the table already has the most regions its tags can address).
+    /// After the first such refusal, later inserts into full buckets are
+    /// refused without a search until the next remove (see
+    /// [`CuckooFilter::insert`](crate::CuckooFilter::insert)); this holds
+    /// for the two limit errors below too.
     Full,
     /// The table is full and doubling it would pass the filter's
     /// `max_false_positive_rate`.

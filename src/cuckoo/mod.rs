@@ -438,10 +438,33 @@ impl CuckooFilter {
     /// displaces other tags along a short path, taking one bucket-pair
     /// stripe at a time (blocking under contention on that pair).
     ///
+    /// # At the growth cap
+    ///
+    /// A filter that cannot grow (at its `max_false_positive_rate` or
+    /// `max_memory`, or [`Growth::Fixed`]) stays full until something is
+    /// removed. So once one insert has searched for a displacement path in
+    /// vain, the inserts after it only try a free slot in their own two
+    /// buckets (one CAS, well under a microsecond) and are otherwise
+    /// refused without searching (about 10 us), until the next `remove` or
+    /// `clear`. Precisely: at the cap, an insert succeeds iff one of its
+    /// two buckets has a free slot, or a search finds room and no search
+    /// has failed since the last remove. A refusal without a search always
+    /// rests on a search that saw every remove completed before the insert
+    /// began, and a remove that frees a slot in the key's own buckets lets
+    /// it in at once.
+    ///
     /// # Errors
     ///
-    /// [`InsertError::Full`] if no displacement path frees a slot; the
-    /// filter is then unchanged.
+    /// Nothing is changed on any error.
+    ///
+    /// * [`InsertError::Full`] if no displacement path frees a slot and the
+    ///   filter does not grow; [`InsertError::FalsePositiveRateLimit`],
+    ///   [`InsertError::MemoryLimit`] or [`InsertError::AllocationFailed`]
+    ///   if it would have to grow and may not or cannot.
+    /// * [`InsertError::TooManyCopies`] if the key already has `2 *
+    ///   tags_per_bucket` copies (8 with 16-bit tags, 10 with 12-bit): its
+    ///   two buckets hold nothing else, and no doubling could separate the
+    ///   copies, so the filter refuses at once without growing.
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
         self.insert_hash(self.hash(key))
@@ -471,7 +494,8 @@ impl CuckooFilter {
     ///
     /// # Errors
     ///
-    /// [`InsertError::Full`] as for [`insert`](Self::insert).
+    /// As for [`insert`](Self::insert), except
+    /// [`InsertError::TooManyCopies`]: a present key gives `Ok(false)`.
     #[inline]
     pub fn insert_unique<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, InsertError> {
         self.insert_unique_hash(self.hash(key))
