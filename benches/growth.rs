@@ -9,6 +9,13 @@
 //!
 //! `cargo bench --bench growth` (about a minute and a half; set
 //! `KOEL_GROWTH_ITEMS` for a smaller run, e.g. 4000000).
+//!
+//! `cargo bench --bench growth -- refused` measures instead what an insert
+//! refused at the growth cap costs: a 1M-item filter whose
+//! `max_false_positive_rate` forbids a doubling is filled until the first
+//! refusal, then fresh keys are inserted, and the latency of each refused
+//! one is recorded (`KOEL_REFUSED_CAPACITY`, `KOEL_REFUSED_TRIES` change
+//! the sizes; under callgrind, `refused_inserts` is the function to read).
 
 use hdrhistogram::Histogram;
 use koel::CuckooFilter;
@@ -112,7 +119,75 @@ fn two_threads(name: &str, f: &CuckooFilter, items: u64) -> Run {
     }
 }
 
+/// Inserts `keys`, timing each; returns the latencies of the refused ones
+/// and how many were accepted (a free lane in one of their buckets).
+#[inline(never)]
+fn refused_inserts(f: &CuckooFilter, keys: &[u64]) -> (Histogram<u64>, usize) {
+    let mut h = histogram();
+    let mut accepted = 0;
+    for k in keys {
+        let t0 = Instant::now();
+        let refused = f.insert(black_box(k)).is_err();
+        let ns = t0.elapsed().as_nanos() as u64;
+        if refused {
+            h.saturating_record(ns);
+        } else {
+            accepted += 1;
+        }
+    }
+    (h, accepted)
+}
+
+/// The cost of an insert refused at the growth cap (see the module docs).
+fn refused_at_cap() {
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let capacity = env("KOEL_REFUSED_CAPACITY", 1_000_000);
+    let tries = env("KOEL_REFUSED_TRIES", 200_000) as u64;
+    let f = CuckooFilter::builder()
+        .capacity(capacity)
+        .seed(1)
+        .max_false_positive_rate(2e-4)
+        .build()
+        .unwrap();
+    let mut i = 0;
+    let first = loop {
+        if let Err(e) = f.insert(&key(i)) {
+            break e;
+        }
+        i += 1;
+    };
+    let keys: Vec<u64> = (i + 1..i + 1 + tries).map(key).collect();
+    let start = Instant::now();
+    let (h, accepted) = refused_inserts(&f, &keys);
+    let elapsed = start.elapsed();
+    let s = f.stats();
+    println!(
+        "\nrefused inserts at the cap: capacity {capacity}, first refusal at load {:.4} ({first})",
+        i as f64 / s.capacity as f64
+    );
+    println!("| tries | refused | accepted | p50 ns | p90 ns | p99 ns | max ns | total |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| {tries} | {} | {accepted} | {} | {} | {} | {} | {:.2?} |",
+        h.len(),
+        h.value_at_quantile(0.5),
+        h.value_at_quantile(0.9),
+        h.value_at_quantile(0.99),
+        h.max(),
+        elapsed
+    );
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "refused") {
+        refused_at_cap();
+        return;
+    }
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
     // and expects a quick run.
     let bench = std::env::args().any(|a| a == "--bench");

@@ -97,6 +97,10 @@ pub enum InsertError {
     /// of `capacity()` slots with 16-bit tags, 96% with 12-bit tags), and
     /// the filter does not grow ([`Growth::Fixed`](crate::Growth::Fixed), or
     /// the table already has the most regions its tags can address).
+    /// After the first such refusal, later inserts into full buckets are
+    /// refused without a search until the next remove (see
+    /// [`CuckooFilter::insert`](crate::CuckooFilter::insert)); this holds
+    /// for the two limit errors below too.
     Full,
     /// The table is full and doubling it would pass the filter's
     /// `max_false_positive_rate`.
@@ -119,6 +123,19 @@ pub enum InsertError {
         /// Bytes requested.
         bytes: usize,
     },
+    /// Both candidate buckets of the key hold nothing but copies of its
+    /// fingerprint: the key was already inserted `copies` times (`2 *
+    /// tags_per_bucket`: 8 with 16-bit tags, 10 with 12-bit), counting keys
+    /// that share its fingerprint and buckets. No displacement can move a
+    /// copy out of the pair, and no doubling can either (all copies of one
+    /// fingerprint move to the same pair), so the filter does not try: the
+    /// refusal is immediate, whatever the load or growth setting. Remove a
+    /// copy to insert another, or deduplicate with
+    /// [`insert_unique`](crate::CuckooFilter::insert_unique).
+    TooManyCopies {
+        /// Copies already stored, the most one pair holds.
+        copies: usize,
+    },
 }
 
 impl fmt::Display for InsertError {
@@ -139,6 +156,10 @@ impl fmt::Display for InsertError {
             InsertError::AllocationFailed { bytes } => write!(
                 f,
                 "filter is full and the doubled table ({bytes} bytes) could not be allocated (nothing was changed)"
+            ),
+            InsertError::TooManyCopies { copies } => write!(
+                f,
+                "this key already has {copies} copies, the most one filter can hold: both of its buckets hold nothing else, and growing would not help (nothing was changed; remove a copy first, or use insert_unique)"
             ),
         }
     }

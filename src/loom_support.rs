@@ -40,6 +40,10 @@ pub enum Canary {
     /// collector (it is leaked, not freed, so the model stays sound; it is
     /// only recorded as freed).
     ImmediateRetire,
+    /// An insert at the growth cap sets the full hint as soon as its search
+    /// fails, without the fence and second search that a remove's check of
+    /// the hint pairs with: a remove that ran in between is missed.
+    UncheckedFullHint,
 }
 
 std::thread_local! {

@@ -393,3 +393,12 @@ fn insert_unique_many_inserts_each_distinct_key_once() {
     assert!(out[700..].iter().all(|&b| !b), "repeats are duplicates");
     assert_eq!(f.len(), 700);
 }
+
+/// More copies of one key than a filter holds: `collect` cannot return an
+/// error, so it panics with the reason instead of rebuilding larger and
+/// larger tables that cannot hold them either (it looped forever).
+#[test]
+#[should_panic(expected = "this key already has 8 copies")]
+fn collect_of_too_many_copies_panics_with_the_reason() {
+    let _: CuckooFilter = std::iter::repeat_n(42u64, 9).collect();
+}

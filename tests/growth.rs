@@ -498,3 +498,177 @@ fn stats_count_every_tag_once_while_migrating() {
         "observed only {seen_migrating} inserts mid-migration"
     );
 }
+
+/// The (2b+1)-th copy of one key finds both of its buckets full of its own
+/// tag. A doubling sends every copy of a tag in a pair to the same successor
+/// pair (the region bits come from the tag), so growth cannot make room: the
+/// insert is refused at once with `TooManyCopies`, and nothing changes.
+#[test]
+fn one_key_saturating_its_pair_is_refused_without_growing() {
+    for (bits, copies) in [(16u32, 8usize), (12, 10)] {
+        let f = growing(1000, bits, 12);
+        let key = "the same key";
+        for i in 0..copies {
+            f.insert(key)
+                .unwrap_or_else(|e| panic!("{bits}-bit copy {i}: {e}"));
+        }
+        let memory = f.memory_usage();
+        let err = f.insert(key).unwrap_err();
+        assert_eq!(
+            err,
+            InsertError::TooManyCopies { copies },
+            "{bits}-bit: the copy past 2b"
+        );
+        assert!(err.to_string().contains("copies"), "{err}");
+        assert_eq!(
+            f.generation(),
+            0,
+            "{bits}-bit: grew for a key it cannot place"
+        );
+        assert_eq!(f.memory_usage(), memory);
+        assert_eq!(f.stats().growth_refusals, 0, "growth was not even tried");
+        assert_eq!(f.count(key), copies);
+        assert_eq!(f.len(), copies);
+        // The same answer again, and from the batch path.
+        assert_eq!(f.insert(key), Err(err));
+        let batch = f.insert_many(&[key, key]).unwrap_err();
+        assert_eq!((batch.inserted, batch.error), (0, err));
+        // insert_unique never stores a second copy: it just reports one.
+        assert_eq!(f.insert_unique(key), Ok(false));
+        // Other keys are unaffected, and a remove makes room again.
+        f.insert("another key").unwrap();
+        assert!(f.remove(key));
+        f.insert(key).unwrap();
+        assert_eq!(f.count(key), copies);
+        assert_eq!(f.generation(), 0);
+    }
+}
+
+/// A filter that never grows gives the same answer for a saturated pair:
+/// the table is not full, so `Full` would be misleading.
+#[test]
+fn one_key_saturating_its_pair_in_a_fixed_filter() {
+    let f = CuckooFilter::builder()
+        .capacity(1000)
+        .growth(Growth::Fixed)
+        .build()
+        .unwrap();
+    for _ in 0..8 {
+        f.insert(&7u8).unwrap();
+    }
+    assert_eq!(
+        f.insert(&7u8),
+        Err(InsertError::TooManyCopies { copies: 8 })
+    );
+    assert_eq!(f.len(), 8);
+}
+
+/// Fills `f` with fresh keys until the first refusal; returns the keys in
+/// it and the refusal.
+fn fill_to_first_refusal(f: &CuckooFilter, keys: &mut Keys) -> (Vec<u64>, InsertError) {
+    let mut inserted = Vec::new();
+    for k in keys {
+        match f.insert(&k) {
+            Ok(()) => inserted.push(k),
+            Err(e) => return (inserted, e),
+        }
+    }
+    unreachable!("Keys is endless")
+}
+
+/// At its growth cap a filter stays full until something is removed, so
+/// once a displacement search has failed, later inserts only try a free
+/// lane of their own two buckets (one CAS) instead of searching again (10
+/// us each). A remove makes them search again.
+#[test]
+fn at_the_cap_refused_inserts_skip_the_search_until_a_remove() {
+    let capped_by_fpr = CuckooFilter::builder()
+        .capacity(20_000)
+        .seed(13)
+        .max_false_positive_rate(2e-4)
+        .build()
+        .unwrap();
+    let one_table = growing(20_000, 12, 13).memory_usage();
+    let capped_by_memory = CuckooFilter::builder()
+        .capacity(20_000)
+        .fingerprint_bits(12)
+        .seed(13)
+        .max_memory(2 * one_table)
+        .build()
+        .unwrap();
+    for (name, f) in [("fpr cap", capped_by_fpr), ("memory cap", capped_by_memory)] {
+        let mut keys = Keys(14);
+        let (mut inserted, first) = fill_to_first_refusal(&f, &mut keys);
+        assert!(
+            matches!(
+                first,
+                InsertError::FalsePositiveRateLimit { .. } | InsertError::MemoryLimit { .. }
+            ),
+            "{name}: {first:?}"
+        );
+        assert_eq!(f.generation(), 0, "{name}");
+        let at_cap = f.stats();
+        let mut refused = 0;
+        for k in keys.by_ref().take(5000) {
+            match f.insert(&k) {
+                Ok(()) => inserted.push(k),
+                Err(e) => {
+                    assert_eq!(std::mem::discriminant(&e), std::mem::discriminant(&first));
+                    refused += 1;
+                }
+            }
+        }
+        let after = f.stats();
+        assert!(refused > 1000, "{name}: only {refused} refused");
+        assert_eq!(
+            after.paths(),
+            at_cap.paths(),
+            "{name}: an insert at the cap searched and displaced with nothing removed"
+        );
+        assert_eq!(after.insert_failures, at_cap.insert_failures + refused);
+
+        // Each remove lets the inserts after it search again: some find a
+        // displacement path (to the freed lane or to one freed earlier).
+        for round in 0..100 {
+            assert!(f.remove(&inserted.swap_remove(round)));
+            for k in keys.by_ref() {
+                match f.insert(&k) {
+                    Ok(()) => inserted.push(k),
+                    Err(_) => break,
+                }
+            }
+        }
+        assert!(
+            f.stats().paths() > after.paths(),
+            "{name}: removes did not let inserts search again"
+        );
+        assert_eq!(f.len(), inserted.len(), "{name}");
+        assert!(
+            inserted.iter().all(|k| f.contains(k)),
+            "{name}: a key was lost"
+        );
+    }
+}
+
+/// A remove that frees a lane in an insert's own bucket pair lets that
+/// insert in at once, whatever the full hint says.
+#[test]
+fn at_the_cap_a_remove_in_the_pair_lets_the_same_key_back_in() {
+    let f = CuckooFilter::builder()
+        .capacity(20_000)
+        .seed(15)
+        .max_false_positive_rate(2e-4)
+        .build()
+        .unwrap();
+    let mut keys = Keys(16);
+    let (inserted, _) = fill_to_first_refusal(&f, &mut keys);
+    // Keep the cap hint set with more refusals.
+    for k in keys.take(1000) {
+        let _ = f.insert(&k);
+    }
+    for k in &inserted[..200] {
+        assert!(f.remove(k));
+        f.insert(k)
+            .unwrap_or_else(|e| panic!("re-insert after its remove: {e}"));
+    }
+}

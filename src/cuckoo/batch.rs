@@ -4,7 +4,7 @@ use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::batch;
 use crate::raw::bucket::{L12x5, L16x4};
-use crate::raw::ops::{self, InsertFailure, Sealed};
+use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
 use crate::sync::epoch;
 use std::convert::Infallible;
@@ -127,23 +127,27 @@ impl CuckooFilter {
                 Err(start)
             } else {
                 with_layout!(self, L => batch::for_each::<L, usize>(t, start, keys.len(), hash, |i, at| {
-                    match ops::insert::<L>(t, at, unique, &self.counters) {
+                    match ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters) {
                         Ok(inserted) => {
                             done(i, inserted);
                             Ok(())
                         }
-                        Err(InsertFailure::Full) => {
+                        Err(InsertFailure::Sealed) => Err(i),
+                        Err(failure) => {
                             // Start the doubling (or learn why not) here, so
                             // the general path below does not search again.
-                            match self.grow(t, &guard) {
-                                Ok(()) => Err(i),
+                            match self.after_insert_failure(t, at, unique, failure, &guard) {
+                                Ok(Some(inserted)) => {
+                                    done(i, inserted);
+                                    Ok(())
+                                }
+                                Ok(None) => Err(i),
                                 Err(error) => {
                                     refused = Some(error);
                                     Err(i)
                                 }
                             }
                         }
-                        Err(InsertFailure::Sealed) => Err(i),
                     }
                 }))
             };
@@ -221,7 +225,9 @@ impl<K: Hash> Extend<K> for CuckooFilter {
 ///
 /// # Panics
 ///
-/// If the table cannot be allocated, like `Vec`'s `FromIterator`. Use
+/// If the table cannot be allocated, like `Vec`'s `FromIterator`, or if
+/// one key occurs more than `2 * tags_per_bucket` times (8), the most
+/// copies a filter holds ([`InsertError::TooManyCopies`]). Use
 /// [`builder`](CuckooFilter::builder) and
 /// [`insert_many`](CuckooFilter::insert_many) to get errors instead.
 ///
@@ -239,8 +245,16 @@ impl<K: Hash> FromIterator<K> for CuckooFilter {
                 Ok(f) => f,
                 Err(e) => panic!("CuckooFilter::from_iter({} items): {e}", keys.len()),
             };
-            if f.insert_many(&keys).is_ok() {
-                return f;
+            match f.insert_many(&keys) {
+                Ok(()) => return f,
+                // A larger table would not hold it either.
+                Err(
+                    e @ BatchInsertError {
+                        error: InsertError::TooManyCopies { .. },
+                        ..
+                    },
+                ) => panic!("CuckooFilter::from_iter: {e}"),
+                Err(_) => {}
             }
             capacity = capacity.saturating_add(capacity / 8 + 64);
         }

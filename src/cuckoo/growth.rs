@@ -4,8 +4,10 @@
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::bucket::{L12x5, L16x4};
-use crate::raw::geometry::Geometry;
+use crate::raw::counters::Shard;
+use crate::raw::geometry::{Geometry, Located};
 use crate::raw::migrate::{Helped, Migration};
+use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::table::Table;
 use crate::sync::{epoch, Backoff, Ordering};
 
@@ -68,6 +70,67 @@ impl LayoutKind {
 }
 
 impl CuckooFilter {
+    /// What an insert into `t` (not migrating) does after `ops::insert`
+    /// failed with `failure`: `Ok(Some(inserted))` if it got in after all,
+    /// `Ok(None)` to retry on the current table (a doubling has begun, or
+    /// the table is being replaced), or the refusal.
+    ///
+    /// A table that cannot grow refuses the insert. If a search failed
+    /// (rather than the full hint), it arms the hint, searches once more
+    /// and sets the hint only if that search fails too (see `room.rs`),
+    /// so that later inserts skip the search until the next remove.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn after_insert_failure(
+        &self,
+        t: &Table,
+        at: Located,
+        unique: bool,
+        failure: InsertFailure,
+        guard: &epoch::Guard,
+    ) -> Result<Option<bool>, InsertError> {
+        let searched = match failure {
+            InsertFailure::Sealed => return Ok(None),
+            InsertFailure::Saturated => return Err(self.too_many_copies()),
+            InsertFailure::Full { searched } => searched,
+        };
+        Shard::bump(&self.counters.shard().full);
+        let refusal = match self.grow(t, guard) {
+            Ok(()) => return Ok(None),
+            Err(e) => e,
+        };
+        if !searched {
+            return Err(refusal);
+        }
+        let armed = t.room().arm();
+        #[cfg(loom)]
+        if t.canary == crate::loom_support::Canary::UncheckedFullHint {
+            // Deliberately broken: the hint is set on the first search's
+            // failure, which may predate a remove that already checked it.
+            t.room().confirm(armed);
+            return Err(refusal);
+        }
+        let again = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::Always, &self.counters));
+        let outcome = match again {
+            Ok(inserted) => Ok(Some(inserted)),
+            Err(InsertFailure::Full { .. }) => {
+                t.room().confirm(armed);
+                return Err(refusal);
+            }
+            Err(InsertFailure::Saturated) => Err(self.too_many_copies()),
+            Err(InsertFailure::Sealed) => Ok(None),
+        };
+        t.room().disarm(armed);
+        outcome
+    }
+
+    /// The refusal of an insert whose two buckets hold only its own tag.
+    fn too_many_copies(&self) -> InsertError {
+        InsertError::TooManyCopies {
+            copies: 2 * self.layout.lanes() as usize,
+        }
+    }
+
     /// Called by an insert that found table `t` full: starts doubling it,
     /// or says why not. `Ok(())` means "retry the insert" (a migration has
     /// begun, or another thread is starting one).

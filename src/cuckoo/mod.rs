@@ -27,7 +27,7 @@ use crate::hash::KeyHasher;
 use crate::raw::bucket::{L12x5, L16x4, Layout};
 use crate::raw::counters::Counters;
 use crate::raw::migrating::{self, Retry};
-use crate::raw::ops::{self, InsertFailure, Sealed};
+use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
 use crate::sync::{epoch, Backoff, Ordering};
 use std::fmt;
@@ -257,11 +257,17 @@ impl CuckooFilter {
     ) -> Result<bool, InsertError> {
         let t = self.table(guard);
         if t.migration(guard).is_none() {
-            let fast = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+            let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+            let fast = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
             match fast {
                 Ok(inserted) => return Ok(inserted),
-                Err(InsertFailure::Full) => self.grow(t, guard)?,
-                Err(InsertFailure::Sealed) => {}
+                Err(failure) => {
+                    if let Some(inserted) =
+                        self.after_insert_failure(t, at, unique, failure, guard)?
+                    {
+                        return Ok(inserted);
+                    }
+                }
             }
         }
         self.insert_slow(hash, unique, guard)
@@ -285,10 +291,17 @@ impl CuckooFilter {
             let t = self.table(guard);
             match t.migration(guard) {
                 None => {
-                    let r = with_layout!(self, L => ops::insert::<L>(t, t.geometry().locate::<L>(hash), unique, &self.counters));
+                    let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+                    let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
                     match r {
                         Ok(inserted) => return Ok(inserted),
-                        Err(InsertFailure::Full) => self.grow(t, guard)?,
+                        Err(failure @ (InsertFailure::Full { .. } | InsertFailure::Saturated)) => {
+                            if let Some(inserted) =
+                                self.after_insert_failure(t, at, unique, failure, guard)?
+                            {
+                                return Ok(inserted);
+                            }
+                        }
                         Err(InsertFailure::Sealed) => {
                             // A migration began under us (and is visible now:
                             // a sealed stripe is read with Acquire). A sealed
@@ -431,10 +444,33 @@ impl CuckooFilter {
     /// pair), and during a doubling it may wait until its buckets are
     /// migrated (behind a save: until the save ends).
     ///
+    /// # At the growth cap
+    ///
+    /// A filter that cannot grow (at its `max_false_positive_rate` or
+    /// `max_memory`, or [`Growth::Fixed`]) stays full until something is
+    /// removed. So once one insert has searched for a displacement path in
+    /// vain, the inserts after it only try a free slot in their own two
+    /// buckets (one CAS, well under a microsecond) and are otherwise
+    /// refused without searching (about 10 us), until the next `remove` or
+    /// `clear`. Precisely: at the cap, an insert succeeds iff one of its
+    /// two buckets has a free slot, or a search finds room and no search
+    /// has failed since the last remove. A refusal without a search always
+    /// rests on a search that saw every remove completed before the insert
+    /// began, and a remove that frees a slot in the key's own buckets lets
+    /// it in at once.
+    ///
     /// # Errors
     ///
-    /// [`InsertError::Full`] if no displacement path frees a slot; the
-    /// filter is then unchanged.
+    /// Nothing is changed on any error.
+    ///
+    /// * [`InsertError::Full`] if no displacement path frees a slot and the
+    ///   filter does not grow; [`InsertError::FalsePositiveRateLimit`],
+    ///   [`InsertError::MemoryLimit`] or [`InsertError::AllocationFailed`]
+    ///   if it would have to grow and may not or cannot.
+    /// * [`InsertError::TooManyCopies`] if the key already has `2 *
+    ///   tags_per_bucket` copies (8 with 16-bit tags, 10 with 12-bit): its
+    ///   two buckets hold nothing else, and no doubling could separate the
+    ///   copies, so the filter refuses at once without growing.
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
         self.insert_hash(self.hash(key))
@@ -464,7 +500,8 @@ impl CuckooFilter {
     ///
     /// # Errors
     ///
-    /// [`InsertError::Full`] as for [`insert`](Self::insert).
+    /// As for [`insert`](Self::insert), except
+    /// [`InsertError::TooManyCopies`]: a present key gives `Ok(false)`.
     #[inline]
     pub fn insert_unique<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, InsertError> {
         self.insert_unique_hash(self.hash(key))

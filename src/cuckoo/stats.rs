@@ -58,7 +58,9 @@ pub struct Stats {
     pub stale_paths: u64,
     /// Inserts that found no displacement path in a full table: each one
     /// starts a doubling, or fails with an [`InsertError`](crate::InsertError)
-    /// if growth is refused.
+    /// if growth is refused. At the growth cap this includes inserts
+    /// refused without a search (see [`CuckooFilter::insert`](crate::CuckooFilter::insert));
+    /// it excludes [`TooManyCopies`](crate::InsertError::TooManyCopies).
     pub insert_failures: u64,
     /// Always 0. It counted negative lookups re-read because a writer
     /// overlapped them, which made each such lookup write a shared counter;

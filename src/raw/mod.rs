@@ -10,6 +10,7 @@
 //! * `table`: buckets, version stripes, the stripe lock;
 //! * `ops`: contains / count / insert / remove;
 //! * `path`: displacement (bounded BFS search, then commit from the far end);
+//! * `room`: the full hint that spares a table at its growth cap the search;
 //! * `migrate`: online doubling: sealing, chunked copying, forwarding;
 //! * `migrating`: the operations for a key whose table is migrating;
 //! * `counters`: sharded item count and statistics.
@@ -46,5 +47,6 @@ pub(crate) mod migrate;
 pub(crate) mod migrating;
 pub(crate) mod ops;
 pub(crate) mod path;
+pub(crate) mod room;
 pub(crate) mod table;
 pub(crate) mod words;

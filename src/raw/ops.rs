@@ -109,8 +109,14 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located) -> Result<usize, Sealed> 
 /// Why an insert could not complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InsertFailure {
-    /// No displacement path frees a lane in either candidate bucket.
-    Full,
+    /// Both candidate buckets are full and no displacement path frees a
+    /// lane: a search failed (`searched`), or the table's full hint says
+    /// one failed since the last remove (see `room.rs`).
+    Full { searched: bool },
+    /// Both candidate buckets hold nothing but the key's own tag: no move
+    /// and no doubling can make room (a doubling sends every copy of a tag
+    /// in a pair to one successor pair).
+    Saturated,
     /// The table is being replaced: go on in the successor.
     Sealed,
 }
@@ -121,12 +127,23 @@ impl From<Sealed> for InsertFailure {
     }
 }
 
+/// Whether `insert` may skip the displacement search on the table's full
+/// hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Search {
+    /// Skip it while the hint is full.
+    UnlessHinted,
+    /// Search whatever the hint says (an insert that just armed it).
+    Always,
+}
+
 /// Inserts the tag of `at`. With `unique`, first checks (under the pair's
 /// stripe) that no copy is present and returns `Ok(false)` if one is.
 pub(crate) fn insert<L: Layout>(
     t: &Table,
     at: Located,
     unique: bool,
+    search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
     let Located { tag, i1, i2 } = at;
@@ -148,7 +165,8 @@ pub(crate) fn insert<L: Layout>(
                 return Ok(true);
             }
             // Both full: release the stripe before making room, so no thread
-            // ever waits for a stripe while holding one.
+            // ever waits for a stripe while holding one. (They cannot be
+            // full of this tag: it is absent.)
         } else {
             // Two choices: the emptier bucket first, which keeps buckets
             // balanced and defers displacement to higher loads.
@@ -157,6 +175,12 @@ pub(crate) fn insert<L: Layout>(
                 shard.len.fetch_add(1, Ordering::Relaxed);
                 return Ok(true);
             }
+            if saturated_by::<L>(t, tag, i1, i2)? {
+                return Err(InsertFailure::Saturated);
+            }
+        }
+        if search == Search::UnlessHinted && t.room().is_full() {
+            return Err(InsertFailure::Full { searched: false });
         }
         match path::make_room::<L>(t, i1, i2, shard, |_| true) {
             Room::Made => {}
@@ -167,8 +191,7 @@ pub(crate) fn insert<L: Layout>(
                 if unique && contains_locked::<L>(t, tag, i1, i2)? {
                     return Ok(false);
                 }
-                Shard::bump(&shard.full);
-                return Err(InsertFailure::Full);
+                return Err(InsertFailure::Full { searched: true });
             }
         }
         // Room was made but may be taken again before the retry; two inserts
@@ -179,6 +202,25 @@ pub(crate) fn insert<L: Layout>(
         }
         first_try = false;
     }
+}
+
+/// Whether buckets `i1` and `i2` hold nothing but `tag`, at one moment.
+/// Confirmed under the pair's stripe: there no copy of `tag` can leave
+/// either bucket (its removes and moves hold this stripe, `clear` holds
+/// every stripe) and a full bucket takes no insert, so a bucket seen full
+/// of `tag` stays so while the other one is read.
+#[cold]
+#[inline(never)]
+fn saturated_by<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<bool, Sealed> {
+    // Acquire (stronger than needed): the loads under the stripe are
+    // ordered by its Acquire; the first, unlocked look is only a filter.
+    let full_of_tag =
+        |i: usize| bucket::count::<L>(t.word(i).load(Ordering::Acquire), tag) == L::LANES;
+    if !(full_of_tag(i1) && full_of_tag(i2)) {
+        return Ok(false);
+    }
+    let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
+    Ok(full_of_tag(i1) && full_of_tag(i2))
 }
 
 /// Whether `tag` is in `i1` or `i2`; the caller holds their pair's stripe.
@@ -213,6 +255,8 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);
+        // Inserts at the growth cap may search again.
+        t.room().note_freed();
     }
     Ok(removed)
 }
@@ -295,6 +339,7 @@ pub(crate) fn clear(t: &Table) -> Result<(), Sealed> {
         // what matters is that it is an RMW, see above.
         w.swap(0, Ordering::AcqRel);
     }
+    t.room().note_freed();
     Ok(())
 }
 

@@ -17,6 +17,7 @@
 
 use super::geometry::Geometry;
 use super::migrate::Migration;
+use super::room::RoomHint;
 use super::words::{AllocError, HugePages, Words};
 use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
 
@@ -57,6 +58,8 @@ pub(crate) struct Table {
     migration: epoch::Atomic<Migration>,
     /// 1 while a thread allocates the successor (so only one does).
     growth_claim: AtomicUsize,
+    /// Whether an insert that finds its buckets full may skip the search.
+    room: RoomHint,
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
     pub(crate) canary: crate::loom_support::Canary,
@@ -83,6 +86,7 @@ impl Table {
             geo,
             migration: epoch::Atomic::null(),
             growth_claim: AtomicUsize::new(0),
+            room: RoomHint::new(),
             #[cfg(loom)]
             canary: crate::loom_support::Canary::None,
         })
@@ -98,6 +102,12 @@ impl Table {
         // with this table (`Drop`), which the caller's guard keeps alive
         // (tables are retired through the epoch collector).
         unsafe { m.as_ref() }
+    }
+
+    /// The full hint (see `room.rs`).
+    #[inline(always)]
+    pub(crate) fn room(&self) -> &RoomHint {
+        &self.room
     }
 
     /// Claims the right to allocate this table's successor; `false` if

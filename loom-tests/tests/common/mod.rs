@@ -164,6 +164,11 @@ where
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(2);
     }
+    // Model 9 runs up to four displacement searches in one execution,
+    // which passes loom's default of 1000 branches.
+    if std::env::var_os("LOOM_MAX_BRANCHES").is_none() {
+        builder.max_branches = builder.max_branches.max(2000);
+    }
     let started = std::time::Instant::now();
     builder.check(move || {
         let run = runs_in.fetch_add(1, Relaxed) + 1;

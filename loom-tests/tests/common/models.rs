@@ -389,3 +389,107 @@ pub fn stale_path(name: &str, canary: Canary, spawned: Spawned) -> Reached {
     });
     reached
 }
+
+/// A full table at its growth cap, for model 9.
+///
+/// ```text
+/// bucket 0:  r    b0   b0   b0      r, b0 = pair {0,1}
+/// bucket 1:  b1   b1   b1   b1      b1 = pair {1,0}
+/// bucket 2:  b2   b2   b2   b2      b2 = pair {2,3}
+/// bucket 3:  x    b3   b3   b3      x = pair {0,3}; b3 = pair {3,2}
+/// ```
+///
+/// `ka` and `kb` have pair `{3,2}`: both full, and the full search from
+/// bucket 3 reaches bucket 0 through `x` (lane 0), so once `r` is removed
+/// either can get in by moving `x` to bucket 0; while the table is full,
+/// their searches fail.
+struct CapLayout {
+    r: u64,
+    x: u64,
+    ka: u64,
+    kb: u64,
+    /// Inserted in this order; all present after the pre-fill.
+    order: Vec<u64>,
+}
+
+impl CapLayout {
+    fn new() -> CapLayout {
+        let mut p = Picker::new();
+        let r = p.key(0, 1);
+        let b0 = p.keys(3, 0, 1);
+        let x = p.key(0, 3);
+        let b3 = p.keys(3, 3, 2);
+        let b2 = p.keys(4, 2, 3);
+        let b1 = p.keys(4, 1, 0);
+        let (ka, kb) = (p.key(3, 2), p.key(3, 2));
+        // Bucket 0 fills first, so x (first bucket 0) lands in 3, lane 0.
+        let mut order = vec![r];
+        order.extend(&b0);
+        order.push(x);
+        order.extend(&b3);
+        order.extend(&b2);
+        order.extend(&b1);
+        CapLayout {
+            r,
+            x,
+            ka,
+            kb,
+            order,
+        }
+    }
+}
+
+/// Model 9: at the growth cap, a remove lets later inserts search again.
+///
+/// The table is full and cannot grow (its false-positive cap forbids a
+/// doubling). Operation `a` inserts `ka`: its search fails unless the
+/// remove came first, so it sets the full hint, and inserts after it skip
+/// the search. Operation `b` removes `r` (freeing a lane in bucket 0) and
+/// then inserts `kb`, whose only way in is a search (moving `x` to 0).
+/// The hint must not refuse `kb` with a search that predates the remove:
+/// if `kb` is refused, `ka` must have taken the freed lane.
+pub fn full_hint_vs_remove(name: &str, canary: Canary, spawned: Spawned) {
+    let k = CapLayout::new();
+    model(name, move || {
+        let f = Arc::new(
+            CuckooFilter::builder()
+                .capacity(4)
+                .fingerprint_bits(super::BITS)
+                .seed(0)
+                .max_false_positive_rate(2e-4)
+                .canary(canary)
+                .build()
+                .expect("tiny filter"),
+        );
+        fill(&f, &k.order)?;
+        let (r, ka, kb) = (k.r, k.ka, k.kb);
+        let (a, (removed, b)) = race(
+            &f,
+            spawned,
+            move |f| f.insert_hash(ka),
+            move |f| (f.remove_hash(r), f.insert_hash(kb)),
+        );
+        ensure!(removed, "remove(r) found no copy of a present key");
+        for res in [&a, &b] {
+            if let Err(e) = res {
+                ensure!(
+                    matches!(e, koel::InsertError::FalsePositiveRateLimit { .. }),
+                    "refused with {e:?}"
+                );
+            }
+        }
+        ensure!(
+            a.is_ok() || b.is_ok(),
+            "kb was refused while the lane the remove freed stayed free (ka refused too): \
+             the full hint came from a search that missed the remove"
+        );
+        ensure!(!(a.is_ok() && b.is_ok()), "two inserts took one free lane");
+        let mut present: Vec<u64> = k.order.iter().copied().filter(|&h| h != r).collect();
+        present.extend(a.is_ok().then_some(ka));
+        present.extend(b.is_ok().then_some(kb));
+        all_present(&f, &present, "present")?;
+        ensure!(f.count_hash(k.x) == 1, "x was lost or doubled");
+        holds_sixteen(&f, &f.stats())?;
+        Ok(())
+    });
+}
