@@ -253,6 +253,11 @@ pub(crate) fn remove<L: Layout>(
         on_either(old, next, at.i1, s.i1, take_tag) || on_either(old, next, at.i2, s.i2, take_tag);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);
+        // The successor becomes the current table: an insert searching it
+        // once it is installed must not be refused by a search that missed
+        // this freed lane (see `room.rs`). The old table's hint no longer
+        // matters: no insert searches a migrating table.
+        next.room().note_freed();
     }
     Ok(removed)
 }
