@@ -9,6 +9,7 @@
 //! (and write different keys into it concurrently). Memory is bounded: a
 //! few chunks in flight per thread, plus the filter.
 
+use super::exact::ExactSet;
 use crate::filters::CliFilter;
 use anyhow::{anyhow, Context};
 use koel::InsertError;
@@ -46,6 +47,9 @@ pub struct Options {
     pub key: KeySpec,
     /// Bytes per chunk (a line longer than this makes its chunk longer).
     pub chunk_bytes: usize,
+    /// `--exact`: confirm every key the filter takes for a duplicate
+    /// against an exact set hashing with this seed.
+    pub exact: Option<u64>,
 }
 
 /// Counts of a finished run.
@@ -59,8 +63,15 @@ pub struct Totals {
     pub records_out: u64,
     /// Records without the key field, passed through unchanged.
     pub missing_field: u64,
-    /// Records that `insert_unique` reported new.
+    /// Records that `insert_unique` reported new (with `exact`, plus the
+    /// filter's false positives that the exact set caught).
     pub new_keys: u64,
+    /// With `exact`: distinct keys in the exact sets.
+    pub exact_keys: u64,
+    /// With `exact`: bytes of the exact sets.
+    pub exact_bytes: u64,
+    /// With `exact`: new keys the filter took for duplicates, kept.
+    pub false_positives_caught: u64,
 }
 
 /// Buffers of finished chunks, reused for the next ones: allocating and
@@ -283,9 +294,10 @@ pub fn run<F: CliFilter + ?Sized>(
             let (verdict_tx, verdict_rx) = sync_channel::<Verdict>(DEPTH);
             to_workers.push(chunk_tx);
             verdicts.push(verdict_rx);
-            workers.push(
-                scope.spawn(move || work(filter, j, threads, options.key, chunk_rx, verdict_tx)),
-            );
+            workers.push(scope.spawn(move || {
+                let exact = options.exact.map(ExactSet::new);
+                work(filter, j, threads, options.key, exact, chunk_rx, verdict_tx)
+            }));
         }
         let (to_writer, writer_rx) = sync_channel::<Arc<Chunk<'_>>>(DEPTH);
         let writer = scope.spawn(move || write(output, writer_rx, verdicts));
@@ -305,7 +317,11 @@ pub fn run<F: CliFilter + ?Sized>(
         let mut worker_error = None;
         for w in workers {
             match w.join() {
-                Ok(Ok(())) => {}
+                Ok(Ok(exact)) => {
+                    totals.exact_keys += exact.keys;
+                    totals.exact_bytes += exact.bytes;
+                    totals.false_positives_caught += exact.caught;
+                }
                 Ok(Err(e)) => worker_error = worker_error.or(Some(e)),
                 Err(_) => worker_error = worker_error.or(Some(anyhow!("a dedup worker panicked"))),
             }
@@ -386,15 +402,26 @@ fn read<'p>(
     Ok(total)
 }
 
-/// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk.
+/// What a worker's exact set held at the end.
+#[derive(Default)]
+struct ExactTotals {
+    keys: u64,
+    bytes: u64,
+    caught: u64,
+}
+
+/// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk;
+/// with `exact`, the keys the filter takes for duplicates are confirmed.
 fn work<F: CliFilter + ?Sized>(
     filter: &F,
     j: usize,
     threads: usize,
     key: KeySpec,
+    mut exact: Option<ExactSet>,
     chunks: Receiver<Arc<Chunk<'_>>>,
     verdicts: SyncSender<Verdict>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ExactTotals> {
+    let mut caught = 0;
     let mut new: Vec<bool> = Vec::new();
     let mut at: Vec<(u32, u32)> = Vec::new();
     let mut spare_keys: Vec<&[u8]> = Vec::new();
@@ -418,6 +445,9 @@ fn work<F: CliFilter + ?Sized>(
         filter
             .insert_unique_batch(&keys_here, &mut new)
             .map_err(|e| full_error(e, filter))?;
+        if let Some(exact) = &mut exact {
+            caught += confirm(filter, exact, &keys_here, &mut new)?;
+        }
         let mut keep: Vec<Vec<u64>> = (0..chunk.pieces.len())
             .map(|p| {
                 vec![
@@ -452,10 +482,40 @@ fn work<F: CliFilter + ?Sized>(
             new_keys,
         };
         if verdicts.send(verdict).is_err() {
-            return Ok(()); // the writer stopped; it reports why
+            break; // the writer stopped; it reports why
         }
     }
-    Ok(())
+    Ok(exact.map_or_else(ExactTotals::default, |e| ExactTotals {
+        keys: e.len() as u64,
+        bytes: e.memory_bytes() as u64,
+        caught,
+    }))
+}
+
+/// `--exact`: every key goes into the exact set; a key the filter took
+/// for a duplicate (`new[i] == false`) that the set did not hold is a
+/// false positive: it is kept, and inserted into the filter, so that the
+/// filter never answers "new" for a key of the set. A key the filter
+/// reports new is new (a filter has no false negatives). Returns the
+/// false positives caught.
+fn confirm<F: CliFilter + ?Sized>(
+    filter: &F,
+    exact: &mut ExactSet,
+    keys: &[&[u8]],
+    new: &mut [bool],
+) -> anyhow::Result<u64> {
+    let mut caught = 0;
+    for (key, is_new) in keys.iter().zip(new.iter_mut()) {
+        let first = exact.insert(key);
+        if first && !*is_new {
+            *is_new = true;
+            caught += 1;
+            filter
+                .insert_hash(filter.hash_bytes(key))
+                .map_err(|e| full_error(e, filter))?;
+        }
+    }
+    Ok(caught)
 }
 
 /// An empty vector of slices with `v`'s allocation, for slices of another

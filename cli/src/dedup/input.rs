@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 enum Source {
@@ -20,8 +20,8 @@ pub struct Inputs {
     last: Option<u8>,
 }
 
-/// Bytes sampled to estimate the mean record length.
-const SAMPLE: u64 = 1 << 20;
+/// Buffer for counting records.
+const COUNT_BUFFER: usize = 1 << 20;
 
 impl Inputs {
     /// Opens every path (`-` is stdin; none at all means stdin).
@@ -71,28 +71,62 @@ impl Inputs {
             .sum()
     }
 
-    /// An estimate of the number of records (a little high), from the
-    /// files' sizes and the mean record length of the first megabyte; `None`
-    /// if some input is not a regular file.
+    /// An estimate of the number of records (a little high): the records
+    /// counted in the files (see [`count_records`](Self::count_records)),
+    /// or `None` if some input is not a regular file.
     ///
     /// # Errors
     ///
-    /// If the sample cannot be read.
-    pub fn estimate_records(&self) -> anyhow::Result<Option<u64>> {
-        let Some(total) = self.total_bytes() else {
-            return Ok(None);
-        };
-        let Some(Source::File { path, .. }) = self.sources.first() else {
-            return Ok(None);
-        };
-        let mut sample = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(SAMPLE).read_to_end(&mut sample))
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let lines = memchr::memchr_iter(b'\n', &sample).count().max(1) as u64;
-        let mean = (sample.len() as u64 / lines).max(1);
-        Ok(Some((total / mean).saturating_mul(11) / 10 + 1000))
+    /// A file cannot be read.
+    pub fn estimate_records(&mut self) -> anyhow::Result<Option<u64>> {
+        let (records, unsized_input) = self.count_records()?;
+        Ok((!unsized_input).then(|| with_margin(records)))
     }
+
+    /// Records in the regular files (counted: newlines, plus a last record
+    /// without one), and whether some input is not a regular file (stdin,
+    /// a pipe), whose records cannot be known in advance. Reads each file
+    /// once (which also brings it into the page cache for the run), then
+    /// rewinds it.
+    ///
+    /// # Errors
+    ///
+    /// A file cannot be read.
+    pub fn count_records(&mut self) -> anyhow::Result<(u64, bool)> {
+        let mut records = 0u64;
+        let mut unsized_input = false;
+        let mut buf = vec![0u8; COUNT_BUFFER];
+        for source in &mut self.sources {
+            let Source::File { path, file, len } = source else {
+                unsized_input = true;
+                continue;
+            };
+            if *len == 0 {
+                // Empty, or not a regular file (a FIFO cannot be read twice).
+                unsized_input |= !file.metadata().is_ok_and(|m| m.is_file());
+                continue;
+            }
+            let context = || format!("cannot read {}", path.display());
+            let mut last = b'\n';
+            loop {
+                let n = file.read(&mut buf).with_context(context)?;
+                if n == 0 {
+                    break;
+                }
+                records += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+                last = buf[n - 1];
+            }
+            records += u64::from(last != b'\n');
+            file.seek(SeekFrom::Start(0)).with_context(context)?;
+        }
+        Ok((records, unsized_input))
+    }
+}
+
+/// `records` plus a little room: a filter is built for its capacity, not a
+/// slot more.
+pub fn with_margin(records: u64) -> u64 {
+    records + records / 64 + 1000
 }
 
 fn read_error(path: &Path, e: io::Error) -> io::Error {
