@@ -37,8 +37,9 @@ confirmed against an exact set of 128-bit hashes of the keys (about 29
 bytes per distinct record), so no record is lost. Records without a
 trailing newline get one.
 
-The filter is sized from the input's record count (files are counted
-before the run), --expected, or 10M for stdin. When it fills up, a new
+The filter is sized from --expected, or the input files' records (counted,
+or estimated from newlines sampled all over a large file), plus 10M for
+stdin. When it fills up, it grows, then a new
 filter is chained to it (lookups check all of them): a run never stops
 halfway for lack of room. A --state filter that has no room for this run's
 records gets a new filter chained to it rather than growing past the rate
@@ -64,8 +65,8 @@ pub struct Args {
     /// Worker threads [default: the number of cores].
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// Distinct records expected; sizes the filter [default: the records
-    /// counted in the input files, plus 10M for stdin].
+    /// Distinct records expected; sizes the filter [default: the input
+    /// files' records, counted or sampled, plus 10M for stdin].
     #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
     pub expected: Option<u64>,
     /// Bound on the false-positive rate (new records taken for
@@ -136,7 +137,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let expected = match args.expected {
         Some(n) => n,
         None => {
-            let (records, unsized_input) = inputs.count_records()?;
+            let (records, unsized_input) = inputs.records()?;
             let sized = input::with_margin(records);
             if unsized_input {
                 sized + DEFAULT_EXPECTED

@@ -395,8 +395,9 @@ fn lost(got: &str, want: &[&str]) -> usize {
 #[test]
 fn a_long_first_line_does_not_undersize_the_filter() {
     // The first megabyte is one line: sizing from it once gave a filter
-    // for ~1000 records, which gave up (exit 2) halfway through.
-    let mut lines = vec!["L".repeat(2 << 20)];
+    // for ~1000 records, which gave up (exit 2) halfway through. Large
+    // enough (> 8 MiB) to be sampled rather than counted.
+    let mut lines = vec!["L".repeat(9 << 20)];
     lines.extend(distinct_with_repeats("r", 300_000));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("in.txt");
