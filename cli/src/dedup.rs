@@ -226,8 +226,8 @@ fn prepare_state(
     }
     if let Some(fpr) = args.fpr {
         // Every filter but the newest is closed at its rate of now; the
-        // newest reaches at most a full filter's rate.
-        let projected = chain.closed_rate() + chain::full_load_rate(chain.fingerprint_bits());
+        // newest may fill up at its present size (it may not grow).
+        let projected = chain.closed_rate() + chain.newest_full_rate();
         if projected > fpr {
             anyhow::bail!(
                 "--state {name} ({} filter(s) of {}-bit tags) would reach a false-positive rate of {projected:.1e} in this run, above --fpr {fpr:e}: start a new state file, or raise --fpr",

@@ -34,6 +34,9 @@ struct Stage {
 /// Filters that answer as one; see the module docs.
 pub struct FilterChain {
     stages: RwLock<Arc<Vec<Arc<Stage>>>>,
+    /// The first stage, which hashes for all (read per key without the
+    /// lock: the engine hashes every key to partition it).
+    first: Arc<Stage>,
     seed: u64,
     fingerprint_bits: u32,
     budget: f64,
@@ -84,8 +87,10 @@ impl FilterChain {
     }
 
     fn from_stages(stages: Vec<Stage>, seed: u64, fingerprint_bits: u32, budget: f64) -> Self {
+        let stages: Vec<Arc<Stage>> = stages.into_iter().map(Arc::new).collect();
         FilterChain {
-            stages: RwLock::new(Arc::new(stages.into_iter().map(Arc::new).collect())),
+            first: Arc::clone(&stages[0]),
+            stages: RwLock::new(Arc::new(stages)),
             seed,
             fingerprint_bits,
             budget,
@@ -215,6 +220,14 @@ impl FilterChain {
             .sum()
     }
 
+    /// The newest filter's rate when full at its present size (each
+    /// doubling so far about doubled it).
+    pub fn newest_full_rate(&self) -> f64 {
+        let stages = self.snapshot_stages();
+        let generation = stages[stages.len() - 1].filter.generation();
+        full_load_rate(self.fingerprint_bits) * 2f64.powi(generation as i32)
+    }
+
     /// Items the newest filter can still take without growing.
     pub fn room(&self) -> u64 {
         let stages = self.snapshot_stages();
@@ -316,7 +329,7 @@ impl Filter for FilterChain {
     }
 
     fn hash_bytes(&self, bytes: &[u8]) -> u64 {
-        Filter::hash_bytes(&self.snapshot_stages()[0].filter, bytes)
+        Filter::hash_bytes(&self.first.filter, bytes)
     }
 
     fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
@@ -452,7 +465,7 @@ impl CliFilter for FilterChain {
 
     fn describe(&self) -> String {
         let n = self.stages();
-        let one = format!("cuckoo, {}-bit tags", self.fingerprint_bits);
+        let one = self.first.filter.describe();
         if n == 1 {
             one
         } else {
