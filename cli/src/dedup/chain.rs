@@ -479,6 +479,26 @@ impl CliFilter for FilterChain {
             .map(|s| s.filter.generation())
             .sum()
     }
+
+    /// By tag: two keys can only collide if their tags are equal, so every
+    /// key a false positive could match has the same owner, whose inserts
+    /// come in input order. Growth does not change which keys collide (the
+    /// region bits are tag bits), so a seeded run drops the same records
+    /// on any number of threads, unless filters had to be chained (when
+    /// depends on timing).
+    #[inline]
+    fn owner(&self, hash: u64, parts: usize) -> usize {
+        let tag = tag_of(hash, self.fingerprint_bits);
+        ((tag * parts as u64) >> self.fingerprint_bits) as usize
+    }
+}
+
+/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
+/// `1..=2^w - 2`); a test checks it against the filter's own.
+#[inline]
+fn tag_of(hash: u64, bits: u32) -> u64 {
+    let top = hash >> (64 - bits);
+    1 + ((top * ((1u64 << bits) - 2)) >> bits)
 }
 
 #[cfg(test)]
@@ -504,6 +524,26 @@ mod tests {
         let mut again = vec![true; refs.len()];
         chain.insert_unique_batch(&refs, &mut again).unwrap();
         assert!(again.iter().all(|&n| !n), "a second pass finds every key");
+    }
+
+    #[test]
+    fn owners_follow_the_filters_own_tags() {
+        for bits in [16, 12] {
+            let chain = FilterChain::new(10_000, bits, Some(5), 1e-2).unwrap();
+            let first = &chain.first.filter;
+            let mut h = 0x0123_4567_89AB_CDEFu64;
+            for _ in 0..100_000 {
+                h = h
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                assert_eq!(
+                    tag_of(h, bits),
+                    first.placement(h).0,
+                    "bits {bits}, hash {h:x}"
+                );
+                assert!(chain.owner(h, 7) < 7);
+            }
+        }
     }
 
     #[test]

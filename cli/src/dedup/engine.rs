@@ -235,7 +235,7 @@ fn prepare<F: CliFilter + ?Sized>(
                 let part = if threads == 1 {
                     0
                 } else {
-                    partition(filter.hash_bytes(k), threads)
+                    filter.owner(filter.hash_bytes(k), threads)
                 };
                 // `k` is a subslice of `data`: its offset locates it.
                 let at = k.as_ptr() as usize - data.as_ptr() as usize;
@@ -259,12 +259,6 @@ struct Verdict {
     keep: Vec<Vec<u64>>,
     missing_field: u64,
     new_keys: u64,
-}
-
-/// Which worker decides `hash`.
-#[inline(always)]
-fn partition(hash: u64, threads: usize) -> usize {
-    (((hash >> 32) * threads as u64) >> 32) as usize
 }
 
 /// Chunks in flight per channel: enough to keep every thread busy.
