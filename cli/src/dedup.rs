@@ -33,9 +33,10 @@ The key is the whole line, or field K (1-based) split on the delimiter
 dropped only if the filter says its key was seen: a false positive (about
 1 in 8,000 new keys at full load with 16-bit tags) drops a new record, and
 the summary estimates how many. With --exact, every such \"seen\" is
-confirmed against an exact set of 128-bit hashes of the keys (about 29
-bytes per distinct record), so no record is lost. Records without a
-trailing newline get one.
+confirmed against an exact set of 128-bit hashes of the keys (19 to 39
+bytes per distinct record, whatever its length), so no record is lost
+(two keys sharing a hash: probability ~n^2/2^129 for n distinct keys).
+Records without a trailing newline get one.
 
 The filter is sized from --expected, or the input files' records (counted,
 or estimated from newlines sampled all over a large file), plus 10M for
@@ -96,7 +97,8 @@ pub struct Args {
     pub state: Option<PathBuf>,
     /// Loses nothing: every record the filter takes for a duplicate is
     /// confirmed against an exact set of 128-bit key hashes, so the output
-    /// is that of awk '!s[$0]++' (costs ~29 bytes per distinct record).
+    /// is that of awk '!s[$0]++' (costs 19 to 39 bytes per distinct
+    /// record).
     #[arg(long, conflicts_with = "state")]
     pub exact: bool,
     /// Bytes per chunk of input (bounded memory: a few chunks per thread).

@@ -500,7 +500,12 @@ fn confirm<F: CliFilter + ?Sized>(
 ) -> anyhow::Result<u64> {
     let mut caught = 0;
     for (key, is_new) in keys.iter().zip(new.iter_mut()) {
-        let first = exact.insert(key);
+        let first = exact.insert(key).map_err(|e| {
+            anyhow!(
+                "--exact: {e} (the exact set holds {} records); rerun without --exact to keep the filter alone",
+                exact.len()
+            )
+        })?;
         if first && !*is_new {
             *is_new = true;
             caught += 1;

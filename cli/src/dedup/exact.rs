@@ -3,7 +3,9 @@
 //! It holds a 128-bit XXH3 hash of every distinct key, not the key: 16
 //! bytes a record whatever its length, in a hash table at most 7/8 full
 //! (17 bytes a slot with its control byte), so 19.4 to 38.9 bytes per
-//! distinct record, about 29 on average over the table's doublings.
+//! distinct record depending on where the table is between two doublings
+//! (plus, briefly, the old table while it doubles). Its allocation is
+//! fallible: running out of memory is an error message, not an abort.
 //!
 //! Two distinct keys with one hash would make the second a duplicate: for
 //! `n` distinct keys that happens with probability about `n^2 / 2^129`
@@ -15,7 +17,7 @@
 //! occurrence of a key goes to one worker), so no two threads ever look up
 //! or insert one key: the first occurrence in input order is the one kept.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, TryReserveError};
 use std::hash::{BuildHasherDefault, Hasher};
 use xxhash_rust::xxh3::xxh3_128_with_seed;
 
@@ -59,9 +61,14 @@ impl ExactSet {
     }
 
     /// Records `key`; `true` if it was not there yet.
+    ///
+    /// # Errors
+    ///
+    /// The table must double and the allocator refuses.
     #[inline]
-    pub fn insert(&mut self, key: &[u8]) -> bool {
-        self.seen.insert(xxh3_128_with_seed(key, self.seed))
+    pub fn insert(&mut self, key: &[u8]) -> Result<bool, TryReserveError> {
+        self.seen.try_reserve(1)?;
+        Ok(self.seen.insert(xxh3_128_with_seed(key, self.seed)))
     }
 
     /// Distinct keys held.
@@ -88,11 +95,11 @@ mod tests {
     #[test]
     fn insert_reports_only_the_first_of_each_key() {
         let mut s = ExactSet::new(1);
-        assert!(s.insert(b"a"));
-        assert!(s.insert(b"b"));
-        assert!(!s.insert(b"a"));
-        assert!(s.insert(b""));
-        assert!(!s.insert(b""));
+        assert_eq!(s.insert(b"a"), Ok(true));
+        assert_eq!(s.insert(b"b"), Ok(true));
+        assert_eq!(s.insert(b"a"), Ok(false));
+        assert_eq!(s.insert(b""), Ok(true));
+        assert_eq!(s.insert(b""), Ok(false));
         assert_eq!(s.len(), 3);
         assert!(s.memory_bytes() >= 3 * 16);
     }
