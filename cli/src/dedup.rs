@@ -90,9 +90,11 @@ pub struct Args {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Loads the filter from FILE if it exists and saves it there at the
-    /// end (atomically), so that dedup continues across runs. A state
-    /// without room for this run gets a new filter chained to it; a state
-    /// whose rate would pass --fpr is refused before anything is written.
+    /// end (atomically), so that dedup continues across runs. A state's
+    /// filters never grow; one without room for this run gets a new filter
+    /// chained to it (the run's false-positive rate is then the sum of
+    /// theirs); a state whose rate would pass --fpr, or made with another
+    /// --seed, is refused before anything is written.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
     /// Loses nothing: every record the filter takes for a duplicate is
