@@ -105,7 +105,6 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             delimiter: args.delimiter,
         },
         chunk_bytes: 1 << 20,
-        exact: None,
     };
     let start = Instant::now();
     // The dedup pipeline with its output thrown away: every distinct key

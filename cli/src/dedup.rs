@@ -7,7 +7,7 @@ mod exact;
 mod input;
 
 pub use chain::FilterChain;
-pub use engine::{run, KeySpec, Options, Totals};
+pub use engine::{run, run_exact, ExactTotals, KeySpec, Options, Totals};
 pub use exact::ExactSet;
 pub use input::Inputs;
 
@@ -182,7 +182,6 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             delimiter: args.delimiter,
         },
         chunk_bytes,
-        exact: args.exact.then_some(filter.seed()),
     };
     let bar = progress::bar(
         inputs.total_bytes(),
@@ -190,9 +189,22 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     );
     let fpr_before = filter.false_positive_rate();
     let start = Instant::now();
-    let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
+    let progress = |n| bar.inc(n);
+    let result = if args.exact {
+        run_exact(
+            &filter,
+            &mut inputs,
+            &mut output,
+            options,
+            filter.seed(),
+            &progress,
+        )
+        .map(|(totals, exact)| (totals, Some(exact)))
+    } else {
+        run(&filter, &mut inputs, &mut output, options, &progress).map(|t| (t, None))
+    };
     bar.finish_and_clear();
-    let totals = match result {
+    let (totals, exact) = match result {
         Ok(t) => t,
         Err(e) if is_broken_pipe(&e) => return Ok(Outcome::Success),
         Err(e) => return Err(e),
@@ -201,9 +213,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.state {
         filter.save(path)?;
     }
-    summary(
-        &filter, &totals, secs, threads, fpr_before, budget, args.exact,
-    );
+    summary(&filter, &totals, exact, secs, threads, fpr_before, budget);
     Ok(Outcome::Success)
 }
 
@@ -256,11 +266,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn summary(
     filter: &FilterChain,
     t: &Totals,
+    exact: Option<ExactTotals>,
     secs: f64,
     threads: usize,
     fpr_before: f64,
     budget: f64,
-    exact: bool,
 ) {
     let snap = filter.snapshot();
     let dropped = t.records_in - t.records_out;
@@ -293,13 +303,13 @@ fn summary(
         human::bytes(snap.memory_bytes as u64),
         snap.generation
     );
-    if exact {
+    if let Some(e) = exact {
         s += &format!(
             "  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped\n",
-            human::count(t.exact_keys),
-            human::bytes(t.exact_bytes),
-            t.exact_bytes as f64 / t.exact_keys.max(1) as f64,
-            human::count(t.false_positives_caught),
+            human::count(e.keys),
+            human::bytes(e.bytes),
+            e.bytes as f64 / e.keys.max(1) as f64,
+            human::count(e.false_positives_caught),
         );
     } else {
         s += &format!(
@@ -310,7 +320,7 @@ fn summary(
     if snap.false_positive_rate > budget {
         s += &format!(
             "  warning: the false-positive rate passed its bound {budget:.1e}: far more distinct records than --expected; rerun with a larger --expected{}\n",
-            if exact { " (--exact lost nothing)" } else { "" }
+            if exact.is_some() { " (--exact lost nothing)" } else { "" }
         );
     }
     if t.missing_field > 0 {

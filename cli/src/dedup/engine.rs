@@ -47,9 +47,6 @@ pub struct Options {
     pub key: KeySpec,
     /// Bytes per chunk (a line longer than this makes its chunk longer).
     pub chunk_bytes: usize,
-    /// `--exact`: confirm every key the filter takes for a duplicate
-    /// against an exact set hashing with this seed.
-    pub exact: Option<u64>,
 }
 
 /// Counts of a finished run.
@@ -63,15 +60,28 @@ pub struct Totals {
     pub records_out: u64,
     /// Records without the key field, passed through unchanged.
     pub missing_field: u64,
-    /// Records that `insert_unique` reported new (with `exact`, plus the
-    /// filter's false positives that the exact set caught).
+    /// Records that `insert_unique` reported new (with [`run_exact`],
+    /// plus the filter's false positives that the exact set caught).
     pub new_keys: u64,
-    /// With `exact`: distinct keys in the exact sets.
-    pub exact_keys: u64,
-    /// With `exact`: bytes of the exact sets.
-    pub exact_bytes: u64,
-    /// With `exact`: new keys the filter took for duplicates, kept.
+}
+
+/// What the exact sets of [`run_exact`] held at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExactTotals {
+    /// Distinct keys.
+    pub keys: u64,
+    /// Bytes of their tables.
+    pub bytes: u64,
+    /// New keys the filter took for duplicates, caught and kept.
     pub false_positives_caught: u64,
+}
+
+impl ExactTotals {
+    fn add(&mut self, other: &ExactTotals) {
+        self.keys += other.keys;
+        self.bytes += other.bytes;
+        self.false_positives_caught += other.false_positives_caught;
+    }
 }
 
 /// Buffers of finished chunks, reused for the next ones: allocating and
@@ -277,6 +287,36 @@ pub fn run<F: CliFilter + ?Sized>(
     options: Options,
     progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<Totals> {
+    run_with(filter, input, output, options, None, progress).map(|(totals, _)| totals)
+}
+
+/// [`run`] losing nothing (`dedup --exact`): every key the filter takes
+/// for a duplicate is confirmed against an exact set of key hashes
+/// (seeded with `exact_seed`; see the `exact` module), so the output is
+/// exactly the first record of each key.
+///
+/// # Errors
+///
+/// As [`run`], and running out of memory for the exact set.
+pub fn run_exact<F: CliFilter + ?Sized>(
+    filter: &F,
+    input: &mut (dyn Read + Send),
+    output: &mut (dyn Write + Send),
+    options: Options,
+    exact_seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> anyhow::Result<(Totals, ExactTotals)> {
+    run_with(filter, input, output, options, Some(exact_seed), progress)
+}
+
+fn run_with<F: CliFilter + ?Sized>(
+    filter: &F,
+    input: &mut (dyn Read + Send),
+    output: &mut (dyn Write + Send),
+    options: Options,
+    exact_seed: Option<u64>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> anyhow::Result<(Totals, ExactTotals)> {
     let threads = options.threads.max(1);
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -289,7 +329,7 @@ pub fn run<F: CliFilter + ?Sized>(
             to_workers.push(chunk_tx);
             verdicts.push(verdict_rx);
             workers.push(scope.spawn(move || {
-                let exact = options.exact.map(ExactSet::new);
+                let exact = exact_seed.map(ExactSet::new);
                 work(filter, j, threads, options.key, exact, chunk_rx, verdict_tx)
             }));
         }
@@ -308,14 +348,11 @@ pub fn run<F: CliFilter + ?Sized>(
         drop(to_writer);
 
         let mut totals = Totals::default();
+        let mut exact = ExactTotals::default();
         let mut worker_error = None;
         for w in workers {
             match w.join() {
-                Ok(Ok(exact)) => {
-                    totals.exact_keys += exact.keys;
-                    totals.exact_bytes += exact.bytes;
-                    totals.false_positives_caught += exact.caught;
-                }
+                Ok(Ok(of_worker)) => exact.add(&of_worker),
                 Ok(Err(e)) => worker_error = worker_error.or(Some(e)),
                 Err(_) => worker_error = worker_error.or(Some(anyhow!("a dedup worker panicked"))),
             }
@@ -334,7 +371,7 @@ pub fn run<F: CliFilter + ?Sized>(
         totals.records_out = written.records_out;
         totals.missing_field = written.missing_field;
         totals.new_keys = written.new_keys;
-        Ok(totals)
+        Ok((totals, exact))
     })
 }
 
@@ -394,14 +431,6 @@ fn read<'p>(
         }
     }
     Ok(total)
-}
-
-/// What a worker's exact set held at the end.
-#[derive(Default)]
-struct ExactTotals {
-    keys: u64,
-    bytes: u64,
-    caught: u64,
 }
 
 /// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk;
@@ -482,7 +511,7 @@ fn work<F: CliFilter + ?Sized>(
     Ok(exact.map_or_else(ExactTotals::default, |e| ExactTotals {
         keys: e.len() as u64,
         bytes: e.memory_bytes() as u64,
-        caught,
+        false_positives_caught: caught,
     }))
 }
 

@@ -82,7 +82,7 @@ impl Inputs {
     /// # Errors
     ///
     /// A file cannot be read.
-    pub fn estimate_records(&mut self) -> anyhow::Result<Option<u64>> {
+    pub fn estimate_records(&self) -> anyhow::Result<Option<u64>> {
         let (records, unsized_input) = self.records()?;
         Ok((!unsized_input).then(|| with_margin(records)))
     }
@@ -96,11 +96,11 @@ impl Inputs {
     /// # Errors
     ///
     /// A file cannot be read.
-    pub fn records(&mut self) -> anyhow::Result<(u64, bool)> {
+    pub fn records(&self) -> anyhow::Result<(u64, bool)> {
         let mut records = 0u64;
         let mut unsized_input = false;
         let mut buf = vec![0u8; WINDOW];
-        for source in &mut self.sources {
+        for source in &self.sources {
             let Source::File { path, file, len } = source else {
                 unsized_input = true;
                 continue;
@@ -112,6 +112,8 @@ impl Inputs {
             }
             let context = || format!("cannot read {}", path.display());
             let len = *len;
+            // Reads through `&File` (its position is the file's): rewound below.
+            let mut file: &File = file;
             records += if len <= COUNT_WHOLE {
                 let mut newlines = 0u64;
                 let mut last = b'\n';
@@ -130,7 +132,7 @@ impl Inputs {
                 for w in 0..windows {
                     file.seek(SeekFrom::Start(len / windows * w))
                         .with_context(context)?;
-                    let n = (&mut *file)
+                    let n = file
                         .take(WINDOW as u64)
                         .read(&mut buf)
                         .with_context(context)?;
