@@ -66,6 +66,15 @@ pub trait CliFilter: Filter {
     fn generation(&self) -> u32 {
         0
     }
+
+    /// Which of `parts` workers owns the key of `hash` (dedup sends every
+    /// occurrence of a key to its owner). Keys whose tags can collide
+    /// should share an owner, so that which new keys a false positive
+    /// drops does not depend on thread timing.
+    #[inline]
+    fn owner(&self, hash: u64, parts: usize) -> usize {
+        (((hash >> 32) * parts as u64) >> 32) as usize
+    }
 }
 
 impl CliFilter for CuckooFilter {

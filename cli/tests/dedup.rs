@@ -370,3 +370,252 @@ fn a_closed_pipe_ends_quietly() {
 fn an_absurd_expected_size_is_one_error_line() {
     assert_one_line_error(&["dedup", "--expected", "1000G", "/dev/null"], "too large");
 }
+
+/// `n` distinct short lines `tag-i`, each followed by a repeat of an
+/// earlier one every third line.
+fn distinct_with_repeats(tag: &str, n: u64) -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in 0..n {
+        lines.push(format!("{tag}-{i}"));
+        if i % 3 == 2 {
+            lines.push(format!("{tag}-{}", mix(i) % i));
+        }
+    }
+    lines
+}
+
+/// Records of `want` missing from `got` (which must be an in-order
+/// subsequence of `want`).
+fn lost(got: &str, want: &[&str]) -> usize {
+    let got: Vec<&str> = got.lines().collect();
+    let mut w = want.iter();
+    for g in &got {
+        assert!(
+            w.by_ref().any(|x| x == g),
+            "output record {g:?} is not in the reference, or out of order"
+        );
+    }
+    want.len() - got.len()
+}
+
+#[test]
+fn a_long_first_line_does_not_undersize_the_filter() {
+    // The first megabyte is one line: sizing from it once gave a filter
+    // for ~1000 records, which gave up (exit 2) halfway through. Large
+    // enough (> 8 MiB) to be sampled rather than counted.
+    let mut lines = vec!["L".repeat(9 << 20)];
+    lines.extend(distinct_with_repeats("r", 300_000));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.txt");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = koel()
+        .args(["dedup", "--threads", "2", "--seed", "1"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("growth events 0"),
+        "sized from the count: {stderr}"
+    );
+    let want = reference(&lines, |l| l);
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_reference_order(&got, &want, (estimated_fp(&stderr) * 4.0) as usize + 4);
+}
+
+#[test]
+fn a_too_small_expected_chains_filters_instead_of_stopping_halfway() {
+    let lines = distinct_with_repeats("s", 300_000);
+    let out = koel()
+        .args([
+            "dedup",
+            "--threads",
+            "2",
+            "--expected",
+            "1000",
+            "--seed",
+            "2",
+        ])
+        .write_stdin(lines.join("\n") + "\n")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("chained filters"), "{stderr}");
+    let want = reference(&lines, |l| l);
+    let got = String::from_utf8(out.stdout).unwrap();
+    assert_reference_order(&got, &want, (estimated_fp(&stderr) * 4.0) as usize + 8);
+}
+
+#[test]
+fn a_state_from_a_small_batch_is_chained_not_grown_on_a_big_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.koel");
+    let small = dir.path().join("small.txt");
+    let big = dir.path().join("big.txt");
+    std::fs::write(&small, distinct_with_repeats("a", 2_000).join("\n") + "\n").unwrap();
+    let big_lines = distinct_with_repeats("b", 150_000);
+    std::fs::write(&big, big_lines.join("\n") + "\n").unwrap();
+    koel()
+        .args(["dedup", "--threads", "2", "--state"])
+        .arg(&state)
+        .arg(&small)
+        .assert()
+        .success();
+    let out = koel()
+        .args(["dedup", "--threads", "2", "--state"])
+        .arg(&state)
+        .arg(&big)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let want = reference(&big_lines, |l| l);
+    let lost = lost(&String::from_utf8(out.stdout).unwrap(), &want);
+    // The state's filter (rate <= 1.2e-4, it may not grow) plus a new one
+    // sized for this run (<= 1.2e-4): at most 2.3e-4 of the 150K new
+    // records, 35. Grown 64x instead, the state's filter dropped ~2e-3 of
+    // them (326 here).
+    assert!(lost <= 40, "{lost} records lost: {stderr}");
+    assert!(stderr.contains("2 chained filters"), "{stderr}");
+    // The state (now a chain of filters) remembers both runs.
+    koel()
+        .args(["dedup", "--state"])
+        .arg(&state)
+        .arg(&small)
+        .arg(&big)
+        .assert()
+        .success()
+        .stdout("");
+}
+
+#[test]
+fn a_state_that_cannot_meet_the_fpr_or_seed_asked_is_refused_before_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.koel");
+    let out_file = dir.path().join("out.txt");
+    koel()
+        .args(["dedup", "--fpr", "0.01", "--seed", "4", "--state"])
+        .arg(&state)
+        .write_stdin("a\nb\n")
+        .assert()
+        .success();
+    let state_arg = state.to_str().unwrap();
+    let out_arg = out_file.to_str().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "c\nd\n").unwrap();
+    let input_arg = input.to_str().unwrap();
+    // 12-bit tags cannot meet 2e-4.
+    assert_one_line_error(
+        &[
+            "dedup", "--fpr", "2e-4", "--state", state_arg, "-o", out_arg, input_arg,
+        ],
+        "--fpr",
+    );
+    assert!(!out_file.exists(), "nothing may be written");
+    assert_one_line_error(
+        &[
+            "dedup", "--seed", "5", "--state", state_arg, "-o", out_arg, input_arg,
+        ],
+        "--seed",
+    );
+    assert!(!out_file.exists(), "nothing may be written");
+    assert_one_line_error(
+        &["dedup", "--exact", "--state", state_arg, input_arg],
+        "--state",
+    );
+}
+
+/// A run where the filter is certain to take new records for duplicates:
+/// 12-bit tags, sized for `expected` records.
+fn lossy_run(expected: &str, extra: &[&str], input: &str) -> (String, String) {
+    let out = koel()
+        .args([
+            "dedup",
+            "--fpr",
+            "0.01",
+            "--seed",
+            "11",
+            "--expected",
+            expected,
+        ])
+        .args(extra)
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (String::from_utf8(out.stdout).unwrap(), stderr)
+}
+
+#[test]
+fn exact_output_is_the_exact_first_occurrence_dedup_byte_for_byte() {
+    let lines = generate(200_000);
+    let mut input: Vec<String> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        input.push(l.clone());
+        if i % 2 == 0 {
+            input.push(lines[(mix(i as u64) % (i as u64 + 1)) as usize].clone());
+        }
+    }
+    let text = input.join("\n") + "\n";
+    let want = reference(&input, |l| l).join("\n") + "\n";
+    let (lossy, _) = lossy_run("2000", &["--threads", "3"], &text);
+    assert!(
+        lossy.len() < want.len(),
+        "the filter alone must lose records here, or this test proves nothing"
+    );
+    for threads in ["1", "3", "4"] {
+        let (got, stderr) = lossy_run(
+            "2000",
+            &["--exact", "--threads", threads, "--chunk-bytes", "8191"],
+            &text,
+        );
+        assert!(
+            got == want,
+            "--exact on {threads} threads differs from the reference"
+        );
+        assert!(
+            stderr.contains("false positives of the filter caught"),
+            "{stderr}"
+        );
+    }
+    // Keyed on a field: the first record of each key, whatever follows it.
+    let keyed = reference(&input, |l| l.split(',').next().unwrap()).join("\n") + "\n";
+    let (got, _) = lossy_run(
+        "2000",
+        &[
+            "--exact",
+            "--threads",
+            "3",
+            "--field",
+            "1",
+            "--delimiter",
+            ",",
+        ],
+        &text,
+    );
+    assert!(got == keyed, "--exact --field differs from the reference");
+}
+
+#[test]
+fn a_seeded_lossy_run_is_reproducible_on_any_number_of_threads() {
+    let lines = generate(100_000);
+    let text = lines.join("\n") + "\n";
+    // Sized about right: one filter (chaining depends on timing).
+    let (first, _) = lossy_run("60k", &["--threads", "1"], &text);
+    let want = reference(&lines, |l| l);
+    assert!(
+        lost(&first, &want) > 0,
+        "no record lost: the test proves nothing"
+    );
+    for threads in ["1", "2", "3"] {
+        let (again, _) = lossy_run(
+            "60k",
+            &["--threads", threads, "--chunk-bytes", "5000"],
+            &text,
+        );
+        assert!(again == first, "seeded run on {threads} threads differs");
+    }
+}

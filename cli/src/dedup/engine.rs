@@ -9,6 +9,7 @@
 //! (and write different keys into it concurrently). Memory is bounded: a
 //! few chunks in flight per thread, plus the filter.
 
+use super::exact::ExactSet;
 use crate::filters::CliFilter;
 use anyhow::{anyhow, Context};
 use koel::InsertError;
@@ -67,8 +68,28 @@ pub struct Totals {
     pub records_out: u64,
     /// Records without the key field, passed through unchanged.
     pub missing_field: u64,
-    /// Records that `insert_unique` reported new.
+    /// Records that `insert_unique` reported new (with [`run_exact`],
+    /// plus the filter's false positives that the exact set caught).
     pub new_keys: u64,
+}
+
+/// What the exact sets of [`run_exact`] held at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExactTotals {
+    /// Distinct keys.
+    pub keys: u64,
+    /// Bytes of their tables.
+    pub bytes: u64,
+    /// New keys the filter took for duplicates, caught and kept.
+    pub false_positives_caught: u64,
+}
+
+impl ExactTotals {
+    fn add(&mut self, other: &ExactTotals) {
+        self.keys += other.keys;
+        self.bytes += other.bytes;
+        self.false_positives_caught += other.false_positives_caught;
+    }
 }
 
 /// Buffers of finished chunks, reused for the next ones: allocating and
@@ -232,7 +253,7 @@ fn prepare<F: CliFilter + ?Sized>(
                 let part = if threads == 1 {
                     0
                 } else {
-                    partition(filter.hash_bytes(k), threads)
+                    filter.owner(filter.hash_bytes(k), threads)
                 };
                 // `k` is a subslice of `data`: its offset locates it.
                 let at = k.as_ptr() as usize - data.as_ptr() as usize;
@@ -258,12 +279,6 @@ struct Verdict {
     new_keys: u64,
 }
 
-/// Which worker decides `hash`.
-#[inline(always)]
-fn partition(hash: u64, threads: usize) -> usize {
-    (((hash >> 32) * threads as u64) >> 32) as usize
-}
-
 /// Chunks in flight per channel: enough to keep every thread busy.
 const DEPTH: usize = 4;
 
@@ -280,6 +295,36 @@ pub fn run<F: CliFilter + ?Sized>(
     options: Options,
     progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<Totals> {
+    run_with(filter, input, output, options, None, progress).map(|(totals, _)| totals)
+}
+
+/// [`run`] losing nothing (`dedup --exact`): every key the filter takes
+/// for a duplicate is confirmed against an exact set of key hashes
+/// (seeded with `exact_seed`; see the `exact` module), so the output is
+/// exactly the first record of each key.
+///
+/// # Errors
+///
+/// As [`run`], and running out of memory for the exact set.
+pub fn run_exact<F: CliFilter + ?Sized>(
+    filter: &F,
+    input: &mut (dyn Read + Send),
+    output: &mut (dyn Write + Send),
+    options: Options,
+    exact_seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> anyhow::Result<(Totals, ExactTotals)> {
+    run_with(filter, input, output, options, Some(exact_seed), progress)
+}
+
+fn run_with<F: CliFilter + ?Sized>(
+    filter: &F,
+    input: &mut (dyn Read + Send),
+    output: &mut (dyn Write + Send),
+    options: Options,
+    exact_seed: Option<u64>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> anyhow::Result<(Totals, ExactTotals)> {
     let threads = options.threads.max(1);
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -291,9 +336,10 @@ pub fn run<F: CliFilter + ?Sized>(
             let (verdict_tx, verdict_rx) = sync_channel::<Verdict>(DEPTH);
             to_workers.push(chunk_tx);
             verdicts.push(verdict_rx);
-            workers.push(
-                scope.spawn(move || work(filter, j, threads, options.key, chunk_rx, verdict_tx)),
-            );
+            workers.push(scope.spawn(move || {
+                let exact = exact_seed.map(ExactSet::new);
+                work(filter, j, threads, options.key, exact, chunk_rx, verdict_tx)
+            }));
         }
         let (to_writer, writer_rx) = sync_channel::<Arc<Chunk<'_>>>(DEPTH);
         let writer = scope.spawn(move || write(output, writer_rx, verdicts));
@@ -310,10 +356,11 @@ pub fn run<F: CliFilter + ?Sized>(
         drop(to_writer);
 
         let mut totals = Totals::default();
+        let mut exact = ExactTotals::default();
         let mut worker_error = None;
         for w in workers {
             match w.join() {
-                Ok(Ok(())) => {}
+                Ok(Ok(of_worker)) => exact.add(&of_worker),
                 Ok(Err(e)) => worker_error = worker_error.or(Some(e)),
                 Err(_) => worker_error = worker_error.or(Some(anyhow!("a dedup worker panicked"))),
             }
@@ -332,7 +379,7 @@ pub fn run<F: CliFilter + ?Sized>(
         totals.records_out = written.records_out;
         totals.missing_field = written.missing_field;
         totals.new_keys = written.new_keys;
-        Ok(totals)
+        Ok((totals, exact))
     })
 }
 
@@ -394,15 +441,18 @@ fn read<'p>(
     Ok(total)
 }
 
-/// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk.
+/// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk;
+/// with `exact`, the keys the filter takes for duplicates are confirmed.
 fn work<F: CliFilter + ?Sized>(
     filter: &F,
     j: usize,
     threads: usize,
     key: KeySpec,
+    mut exact: Option<ExactSet>,
     chunks: Receiver<Arc<Chunk<'_>>>,
     verdicts: SyncSender<Verdict>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<ExactTotals> {
+    let mut caught = 0;
     let mut new: Vec<bool> = Vec::new();
     let mut at: Vec<(u32, u32)> = Vec::new();
     let mut spare_keys: Vec<&[u8]> = Vec::new();
@@ -426,6 +476,9 @@ fn work<F: CliFilter + ?Sized>(
         filter
             .insert_unique_batch(&keys_here, &mut new)
             .map_err(|e| full_error(e, filter))?;
+        if let Some(exact) = &mut exact {
+            caught += confirm(filter, exact, &keys_here, &mut new)?;
+        }
         let mut keep: Vec<Vec<u64>> = (0..chunk.pieces.len())
             .map(|p| {
                 vec![
@@ -460,10 +513,45 @@ fn work<F: CliFilter + ?Sized>(
             new_keys,
         };
         if verdicts.send(verdict).is_err() {
-            return Ok(()); // the writer stopped; it reports why
+            break; // the writer stopped; it reports why
         }
     }
-    Ok(())
+    Ok(exact.map_or_else(ExactTotals::default, |e| ExactTotals {
+        keys: e.len() as u64,
+        bytes: e.memory_bytes() as u64,
+        false_positives_caught: caught,
+    }))
+}
+
+/// `--exact`: every key goes into the exact set; a key the filter took
+/// for a duplicate (`new[i] == false`) that the set did not hold is a
+/// false positive: it is kept, and inserted into the filter, so that the
+/// filter never answers "new" for a key of the set. A key the filter
+/// reports new is new (a filter has no false negatives). Returns the
+/// false positives caught.
+fn confirm<F: CliFilter + ?Sized>(
+    filter: &F,
+    exact: &mut ExactSet,
+    keys: &[&[u8]],
+    new: &mut [bool],
+) -> anyhow::Result<u64> {
+    let mut caught = 0;
+    for (key, is_new) in keys.iter().zip(new.iter_mut()) {
+        let first = exact.insert(key).map_err(|e| {
+            anyhow!(
+                "--exact: {e} (the exact set holds {} records); rerun without --exact to keep the filter alone",
+                exact.len()
+            )
+        })?;
+        if first && !*is_new {
+            *is_new = true;
+            caught += 1;
+            filter
+                .insert_hash(filter.hash_bytes(key))
+                .map_err(|e| full_error(e, filter))?;
+        }
+    }
+    Ok(caught)
 }
 
 /// An empty vector of slices with `v`'s allocation, for slices of another

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 enum Source {
@@ -20,8 +20,13 @@ pub struct Inputs {
     last: Option<u8>,
 }
 
-/// Bytes sampled to estimate the mean record length.
-const SAMPLE: u64 = 1 << 20;
+/// A file up to this size has its records counted; a larger one is
+/// sampled (a full count of a 300 MB file added 0.25 s to a 1.1 s run).
+const COUNT_WHOLE: u64 = 8 << 20;
+/// Bytes of each sampling window.
+const WINDOW: usize = 16 << 10;
+/// At most this many windows per file, evenly spaced (4 MiB in all).
+const MAX_WINDOWS: u64 = 256;
 
 impl Inputs {
     /// Opens every path (`-` is stdin; none at all means stdin).
@@ -71,28 +76,83 @@ impl Inputs {
             .sum()
     }
 
-    /// An estimate of the number of records (a little high), from the
-    /// files' sizes and the mean record length of the first megabyte; `None`
-    /// if some input is not a regular file.
+    /// An estimate of the number of records (a little high), or `None` if
+    /// some input is not a regular file.
     ///
     /// # Errors
     ///
-    /// If the sample cannot be read.
+    /// A file cannot be read.
     pub fn estimate_records(&self) -> anyhow::Result<Option<u64>> {
-        let Some(total) = self.total_bytes() else {
-            return Ok(None);
-        };
-        let Some(Source::File { path, .. }) = self.sources.first() else {
-            return Ok(None);
-        };
-        let mut sample = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(SAMPLE).read_to_end(&mut sample))
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let lines = memchr::memchr_iter(b'\n', &sample).count().max(1) as u64;
-        let mean = (sample.len() as u64 / lines).max(1);
-        Ok(Some((total / mean).saturating_mul(11) / 10 + 1000))
+        let (records, unsized_input) = self.records()?;
+        Ok((!unsized_input).then(|| with_margin(records)))
     }
+
+    /// Records in the regular files, and whether some input is not a
+    /// regular file (stdin, a pipe), whose records cannot be known in
+    /// advance. A small file is counted; a large one is estimated from
+    /// the newlines in windows spread evenly over all of it, so that no
+    /// one region (a long first line) decides. Files are rewound.
+    ///
+    /// # Errors
+    ///
+    /// A file cannot be read.
+    pub fn records(&self) -> anyhow::Result<(u64, bool)> {
+        let mut records = 0u64;
+        let mut unsized_input = false;
+        let mut buf = vec![0u8; WINDOW];
+        for source in &self.sources {
+            let Source::File { path, file, len } = source else {
+                unsized_input = true;
+                continue;
+            };
+            if *len == 0 {
+                // Empty, or not a regular file (a FIFO cannot be read twice).
+                unsized_input |= !file.metadata().is_ok_and(|m| m.is_file());
+                continue;
+            }
+            let context = || format!("cannot read {}", path.display());
+            let len = *len;
+            // Reads through `&File` (its position is the file's): rewound below.
+            let mut file: &File = file;
+            records += if len <= COUNT_WHOLE {
+                let mut newlines = 0u64;
+                let mut last = b'\n';
+                loop {
+                    let n = file.read(&mut buf).with_context(context)?;
+                    if n == 0 {
+                        break;
+                    }
+                    newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+                    last = buf[n - 1];
+                }
+                newlines + u64::from(last != b'\n')
+            } else {
+                let windows = (len / (WINDOW as u64 * 2)).min(MAX_WINDOWS);
+                let (mut sampled, mut newlines) = (0u64, 0u64);
+                for w in 0..windows {
+                    file.seek(SeekFrom::Start(len / windows * w))
+                        .with_context(context)?;
+                    let n = file
+                        .take(WINDOW as u64)
+                        .read(&mut buf)
+                        .with_context(context)?;
+                    sampled += n as u64;
+                    newlines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+                }
+                // A quarter more than the density says: sampling error and
+                // uneven files cost a little memory instead of a doubling.
+                (newlines as f64 * len as f64 / sampled.max(1) as f64 * 1.25) as u64 + 1
+            };
+            file.seek(SeekFrom::Start(0)).with_context(context)?;
+        }
+        Ok((records, unsized_input))
+    }
+}
+
+/// `records` plus a little room: a filter is built for its capacity, not a
+/// slot more.
+pub fn with_margin(records: u64) -> u64 {
+    records + records / 64 + 1000
 }
 
 fn read_error(path: &Path, e: io::Error) -> io::Error {
