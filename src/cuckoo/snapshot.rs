@@ -10,7 +10,7 @@ use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::KeyHasher;
 use crate::raw::bucket::{self, L12x5, L16x4};
 use crate::raw::counters::Counters;
-use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
+use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::ops;
 use crate::raw::table::Table;
 use crate::sync::{epoch, AtomicU64, Ordering};
@@ -32,12 +32,13 @@ pub(crate) enum FromPartsError {
     /// `m0` is odd or outside `MIN_M0..=MAX_M0`.
     BadM0(u64),
     /// `generation` leaves too few tag bits, or `m0 << generation` buckets
-    /// do not fit in memory addresses.
+    /// do not fit in memory addresses (see `Geometry::checked`).
     BadGeneration(u32),
     /// The allocator refused `bytes`.
     Allocation { bytes: usize },
     /// Bucket `bucket` holds a word this layout never writes (a reserved
-    /// tag, or bits outside the lanes): the data is corrupt.
+    /// tag, bits outside the lanes) or a tag outside its region: the data
+    /// is corrupt.
     BadWord { bucket: usize },
     /// `fill` failed.
     Fill(std::io::Error),
@@ -89,25 +90,30 @@ impl CuckooFilter {
         len: u64,
         fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<CuckooFilter, FromPartsError> {
-        if m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&m0) {
-            return Err(FromPartsError::BadM0(m0));
-        }
-        // Each generation spends one tag bit on the region; keep at least 4.
-        let fits = generation + 4 <= layout.tag_bits()
-            && (m0 << generation)
-                .checked_mul(8)
-                .is_some_and(|b| usize::try_from(b).is_ok());
-        if !fits {
-            return Err(FromPartsError::BadGeneration(generation));
-        }
-        let mut table = Table::new(Geometry::new(m0, generation))
-            .map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
+        let geo = Geometry::checked(m0, generation, layout.tag_bits()).map_err(|e| match e {
+            GeometryError::M0(m0) => FromPartsError::BadM0(m0),
+            GeometryError::Generation(g) => FromPartsError::BadGeneration(g),
+        })?;
+        let mut table =
+            Table::new(geo).map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
         fill(table.words_as_bytes_mut()).map_err(FromPartsError::Fill)?;
         // A reserved tag would read as a forwarded bucket or a tag no key
-        // has; refuse it rather than run on a table the protocol never made.
-        let bad = with_layout_kind!(layout, L => table.words().iter().position(|w| {
-            // Relaxed: the table is not shared yet.
-            !bucket::is_valid::<L>(w.load(Ordering::Relaxed))
+        // has, and a tag outside its region sends `alt` out of the table:
+        // refuse both rather than run on a table the protocol never made.
+        let region_len = m0 as usize;
+        let bad = with_layout_kind!(layout, L => table
+        .words()
+        .chunks(region_len)
+        .enumerate()
+        .find_map(|(region, words)| {
+            words
+                .iter()
+                .position(|w| {
+                    // Relaxed: the table is not shared yet.
+                    let w = w.load(Ordering::Relaxed);
+                    !(bucket::is_valid::<L>(w) & geo.holds::<L>(region as u64, w))
+                })
+                .map(|i| region * region_len + i)
         }));
         if let Some(bucket) = bad {
             return Err(FromPartsError::BadWord { bucket });

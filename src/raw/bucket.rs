@@ -145,6 +145,16 @@ pub(crate) fn is_valid<L: Layout>(word: u64) -> bool {
     zero_lanes::<L>(!word) == 0 && word & !lane_bits == 0
 }
 
+/// High-bit mask of the occupied lanes of `word` whose tag's bits under
+/// `mask` are not `value` (both below one lane). Branch-free, so a whole
+/// table is checked at memory speed.
+#[inline(always)]
+pub(crate) fn lanes_not_matching<L: Layout>(word: u64, mask: u64, value: u64) -> u64 {
+    let occupied = !zero_lanes::<L>(word) & L::HIGH;
+    let differ = !zero_lanes::<L>((word & (mask * L::LOW)) ^ (value * L::LOW)) & L::HIGH;
+    occupied & differ
+}
+
 /// The tag in lane `lane` (0 if empty).
 #[inline(always)]
 pub(crate) fn lane<L: Layout>(word: u64, lane: u32) -> u64 {
