@@ -258,7 +258,9 @@ impl BloomFilter {
 
     /// Loads a filter saved with [`save`](Self::save): checks the header
     /// and the file's length before allocating, then reads the bits
-    /// straight into the filter.
+    /// straight into the filter. A sparse file is verified before the bit
+    /// array is allocated, as in
+    /// [`CuckooFilter::load`](crate::CuckooFilter::load).
     ///
     /// # Errors
     ///

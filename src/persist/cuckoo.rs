@@ -410,6 +410,10 @@ impl CuckooFilter {
     /// Checks the header, then that the file is exactly as long as the
     /// header announces, before allocating the table; then reads the
     /// payload straight into the table and verifies it and the checksum.
+    /// A file that occupies less storage than its length (sparse, or on a
+    /// compressing file system) is verified first, in one 1 MiB buffer,
+    /// so a small file claiming a huge table is refused before the table
+    /// is allocated (such a file is read twice).
     ///
     /// # Errors
     ///
