@@ -8,9 +8,9 @@ Examples:
   koel verify users.koel && echo intact
 
 Checks the header, the checksum over header, payload and item count, the
-item count against the payload, that no bucket holds a reserved tag or
-stray bits, and that this build hashes keys as the saving build did (by
-loading the filter). Exit status: 0 if the file is intact, 1 if it is
+item count against the payload, that no bucket holds a reserved tag,
+stray bits or a tag outside its region, and that this build hashes keys
+as the saving build did (by loading the filter). Exit status: 0 if the file is intact, 1 if it is
 damaged (one line on stderr says how), 2 if it cannot be read at all.";
 
 /// Options of `koel verify`.

@@ -33,7 +33,10 @@
 //! A bucket word holds its tags in lanes from the least significant bit up:
 //! lane `k` is bits `k*w .. (k+1)*w`. A lane of 0 is empty; the all-ones
 //! tag is reserved and never stored; in the 12-bit layout the top 4 bits
-//! are 0.
+//! are 0. In a table of generation `g`, bucket `i` lies in region
+//! `i / m0`, and every tag in it has that region as its low `g` bits (a
+//! key's two buckets are in its tag's region); a file that breaks this is
+//! refused.
 //!
 //! Why this shape:
 //!

@@ -14,10 +14,14 @@
 //! header checksum, every header field (kind, hash algorithm, flags,
 //! layout, geometry, lengths), the hash probe, then streams the payload
 //! through the checksum and a per-word check (no reserved tag, no bits
-//! outside the lanes, occupied slots counted), and compares the checksum
-//! and the item count. Nothing is allocated for the table before the
-//! header is valid, and a reader buffers the payload only as fast as it
-//! arrives.
+//! outside the lanes, every tag in its region's buckets, occupied slots
+//! counted), and compares the checksum and the item count. The geometry
+//! and the per-word rules are the engine's own (`Geometry::checked`,
+//! `Geometry::holds`, `BloomParts::check`), so whatever loads is a filter
+//! every later operation, growth included, can run on. Nothing is
+//! allocated for the table before the header is valid, a reader buffers
+//! the payload only as fast as it arrives, and `load` verifies a file
+//! that occupies less storage than its length (sparse) before allocating.
 //!
 //! Split by concern: `format` (layout, header codec), `error`
 //! ([`LoadError`]), `stream` (reading parts from any reader), `saved` (the
