@@ -13,7 +13,7 @@ use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::ops;
 use crate::raw::table::Table;
-use crate::sync::{epoch, AtomicU64, Ordering};
+use crate::sync::{epoch, AtomicU64};
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
 /// inserts may still fill empty slots while the view is held, so read them
@@ -101,19 +101,27 @@ impl CuckooFilter {
         // has, and a tag outside its region sends `alt` out of the table:
         // refuse both rather than run on a table the protocol never made.
         let region_len = m0 as usize;
-        let bad = with_layout_kind!(layout, L => table
-        .words()
-        .chunks(region_len)
+        let region_mask = geo.region_mask();
+        // Native-endian words of a table no other thread sees yet: read as
+        // plain bytes, so the pass vectorises (atomic loads would not).
+        let bytes: &[u8] = table.words_as_bytes_mut();
+        let bad = with_layout_kind!(layout, L => bytes
+        .chunks(region_len * 8)
         .enumerate()
-        .find_map(|(region, words)| {
-            words
-                .iter()
-                .position(|w| {
-                    // Relaxed: the table is not shared yet.
-                    let w = w.load(Ordering::Relaxed);
-                    !(bucket::is_valid::<L>(w) & geo.holds::<L>(region as u64, w))
-                })
-                .map(|i| region * region_len + i)
+        .find_map(|(region, run)| {
+            let region = region as u64;
+            let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+            let flagged = run.chunks_exact(8).map(word).fold(0, |acc, w| {
+                acc | bucket::invalid_bits::<L>(w)
+                    | bucket::lanes_not_matching::<L>(w, region_mask, region)
+            });
+            if flagged == 0 {
+                return None;
+            }
+            run.chunks_exact(8)
+                .map(word)
+                .position(|w| !(bucket::is_valid::<L>(w) && geo.holds::<L>(region, w)))
+                .map(|i| region as usize * region_len + i)
         }));
         if let Some(bucket) = bad {
             return Err(FromPartsError::BadWord { bucket });
@@ -186,6 +194,33 @@ mod tests {
         assert_eq!(answers, (true, false, 0, Ok(())));
         assert!(f.contains(&3u32));
         assert_eq!(f.insert_unique(&4u32), Ok(true), "stripes released after");
+    }
+
+    #[test]
+    fn tags_outside_their_region_are_refused() {
+        // Generation 2, m0 = 64: buckets 64..128 are region 1, whose tags
+        // have low bits 0b01.
+        let put = |bucket: usize, word: u64| {
+            move |dst: &mut [u8]| -> std::io::Result<()> {
+                dst[8 * bucket..8 * bucket + 8].copy_from_slice(&word.to_ne_bytes());
+                Ok(())
+            }
+        };
+        let l = LayoutKind::Tags16x4;
+        let own = 0x0005 | (0x0101 << 16);
+        assert!(CuckooFilter::from_parts(l, 0, 64, 2, 2, put(70, own)).is_ok());
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(69, own | (0x0006 << 32))),
+            Err(FromPartsError::BadWord { bucket: 69 })
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(3, own)),
+            Err(FromPartsError::BadWord { bucket: 3 })
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(LayoutKind::Tags12x5, 0, 64, 1, 1, put(10, 0x001 << 48)),
+            Err(FromPartsError::BadWord { bucket: 10 })
+        ));
     }
 
     #[test]

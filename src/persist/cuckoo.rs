@@ -193,13 +193,21 @@ impl PayloadCheck for WordCheck {
 /// `BLOCK` words, before a 12-bit lane counter could overflow. Plain adds,
 /// ands and shifts, which the compiler vectorises.
 fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
-    const BLOCK: usize = 2048;
-    let lane_bits = L::TAG_BITS * L::LANES;
-    let outside = if lane_bits == 64 {
-        0
+    // A table that never grew has one region: no tag can be outside it.
+    if region_mask == 0 {
+        scan_in::<L, false>(bytes, 0, 0)
     } else {
-        !0u64 << lane_bits
-    };
+        scan_in::<L, true>(bytes, region_mask, region)
+    }
+}
+
+/// [`scan`], with the region check compiled in or out.
+fn scan_in<L: Layout, const REGIONS: bool>(
+    bytes: &[u8],
+    region_mask: u64,
+    region: u64,
+) -> (u64, u64) {
+    const BLOCK: usize = 2048;
     // High bit of each lane of `x` that is zero (no borrow between lanes:
     // the low bits plus all-ones-below-high carry into the high bit only).
     let zero_lanes = |x: u64| !(((x & L::BELOW_HIGH) + L::BELOW_HIGH) | x) & L::HIGH;
@@ -209,10 +217,10 @@ fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
         let mut lanes = 0u64;
         for w in block.chunks_exact(8).map(stream::le_word) {
             lanes += zero_lanes(w) >> (L::TAG_BITS - 1);
-            // A lane of all ones is a zero lane of the complement.
-            bad |= zero_lanes(!w & !outside)
-                | (w & outside)
-                | bucket::lanes_not_matching::<L>(w, region_mask, region);
+            bad |= bucket::invalid_bits::<L>(w);
+            if REGIONS {
+                bad |= bucket::lanes_not_matching::<L>(w, region_mask, region);
+            }
         }
         for lane in 0..L::LANES {
             empty += (lanes >> (lane * L::TAG_BITS)) & L::TAG_MASK;

@@ -182,7 +182,8 @@ fn verify_payload<F: Saved>(
 /// straight into the filter.
 pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     let mut f = std::fs::File::open(path)?;
-    let actual = f.metadata()?.len();
+    let meta = f.metadata()?;
+    let actual = meta.len();
     let (bytes, h, shape) = read_checked_header::<F>(&mut f)?;
     if actual != h.file_len() {
         return Err(LoadError::FileLengthMismatch {
@@ -191,7 +192,7 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
         });
     }
     let payload_len = F::payload_len(&shape);
-    if !fully_stored(&f.metadata()?) {
+    if !fully_stored(&meta) {
         // A sparse (or compressed) file's length costs nothing to claim:
         // verify it with one chunk of memory before committing the table.
         verify_payload::<F>(&mut f, &bytes, &shape)?;
