@@ -1037,3 +1037,29 @@ fn a_sparse_file_is_refused_before_its_table_is_committed() {
         "loading an 8 KiB sparse file raised peak memory by {grew} bytes"
     );
 }
+
+#[test]
+fn a_valid_sparse_file_still_loads() {
+    // An empty filter whose zero payload is a hole (as `cp --sparse=always`
+    // leaves it): verified first, then loaded like any other file.
+    let f = CuckooFilter::builder()
+        .capacity(1_000_000)
+        .seed(0x5A)
+        .build()
+        .unwrap();
+    let mut b = Vec::new();
+    f.write_to(&mut b).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holes.koel");
+    let file = std::fs::File::create(&path).unwrap();
+    std::io::Write::write_all(&mut &file, &b[..HEADER]).unwrap();
+    let trailer = b.len() - 16;
+    std::io::Seek::seek(&mut &file, std::io::SeekFrom::Start(trailer as u64)).unwrap();
+    std::io::Write::write_all(&mut &file, &b[trailer..]).unwrap();
+    drop(file);
+    assert_eq!(std::fs::read(&path).unwrap(), b);
+    let g = CuckooFilter::load(&path).unwrap();
+    assert_eq!((g.len(), g.capacity(), g.seed()), (0, f.capacity(), 0x5A));
+    g.insert("after").unwrap();
+    assert!(g.contains("after"));
+}
