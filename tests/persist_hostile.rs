@@ -838,3 +838,228 @@ proptest! {
         accepted_only_if_canonical(&b)?;
     }
 }
+
+// ---- Tags outside their region ---------------------------------------------
+
+/// A filter of `bits`-bit tags that grew to `generation` from one region of
+/// 64 buckets, and its file.
+fn grown_filter(bits: u32, generation: u32) -> (CuckooFilter, Vec<u8>) {
+    let f = CuckooFilter::builder()
+        .capacity(150)
+        .fingerprint_bits(bits)
+        .seed(0x6E0)
+        .build()
+        .unwrap();
+    let mut keys = Keys(7);
+    while f.stats().generation < generation {
+        f.insert(&keys.next().unwrap()).unwrap();
+    }
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    assert_eq!(u32::from(bytes[GENERATION]), generation);
+    (f, bytes)
+}
+
+/// The occupied tag lanes of `file`'s payload: (bucket, lane, tag).
+fn occupied_lanes(file: &[u8], bits: u32) -> Vec<(usize, u32, u64)> {
+    let lanes = 64 / bits;
+    let mask = (1u64 << bits) - 1;
+    let payload = &file[HEADER..file.len() - 16];
+    let mut out = Vec::new();
+    for (bucket, w) in payload.chunks_exact(8).enumerate() {
+        let w = u64::from_le_bytes(w.try_into().unwrap());
+        for lane in 0..lanes {
+            let tag = (w >> (lane * bits)) & mask;
+            if tag != 0 {
+                out.push((bucket, lane, tag));
+            }
+        }
+    }
+    out
+}
+
+/// Inserts, removals and growth on `f`, which must neither panic nor lose
+/// any of `keys`.
+fn exercise(f: &CuckooFilter, keys: &[u64]) {
+    for k in Keys(0xE4E).take(3000) {
+        if f.insert(&k).is_err() {
+            break;
+        }
+    }
+    for k in Keys(0xE4E).take(500) {
+        f.remove(&k);
+    }
+    assert!(keys.iter().all(|k| f.contains(k)), "a key was lost");
+}
+
+#[test]
+fn a_relabelled_header_that_moves_tags_out_of_their_region_is_refused() {
+    // One region of m0 buckets relabelled as two regions of m0 / 2 (same bucket
+    // count, both checksums re-sealed): every tag with an odd low bit in the
+    // first half, or an even one in the second, is where no key puts it.
+    for bits in [16u32, 12] {
+        // The smallest capacity whose single region halves into two legal
+        // ones (an even m0 of at least 64 each).
+        let (f, m0) = (400..)
+            .map(|capacity| {
+                let f = CuckooFilter::builder()
+                    .capacity(capacity)
+                    .fingerprint_bits(bits)
+                    .seed(0xAB)
+                    .build()
+                    .unwrap();
+                let m0 = f.stats().buckets as u64;
+                (f, m0)
+            })
+            .find(|(_, m0)| m0 % 4 == 0 && *m0 >= 128)
+            .unwrap();
+        for k in Keys(3).take(300) {
+            f.insert(&k).unwrap();
+        }
+        let mut b = Vec::new();
+        f.write_to(&mut b).unwrap();
+        assert_eq!(b[GENERATION], 0);
+        set_u64(&mut b, M0, m0 / 2);
+        b[GENERATION] = 1;
+        reseal_all(&mut b);
+        let dir = tempfile::tempdir().unwrap();
+        let (a, l) = load_both(&b, &dir.path().join("relabelled.koel"));
+        let (a, l) = (err(a), err(l));
+        assert_matches!(&a, LoadError::CorruptPayload { .. });
+        assert!(a.to_string().contains("region"), "{a}");
+        assert_eq!(a.to_string(), l.to_string());
+        let info = koel::inspect(&b[..]).unwrap();
+        assert_eq!(info.checksum, ChecksumStatus::Valid);
+    }
+}
+
+#[test]
+fn every_region_bit_flip_of_a_grown_file_is_refused_even_resealed() {
+    // Flipping any of a tag's `generation` low bits moves it to a region
+    // its key never maps to. With the checksums re-sealed, only the region
+    // check stands between the file and a filter that indexes out of
+    // bounds on a later insert.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flip.koel");
+    for (bits, generation) in [(16u32, 1u32), (16, 3), (12, 2)] {
+        let (f, file) = grown_filter(bits, generation);
+        // The valid grown file loads and stays usable.
+        let back = CuckooFilter::read_from(&file[..]).unwrap();
+        assert_eq!(back.generation(), generation);
+        let present: Vec<u64> = Keys(7).take(f.len()).collect();
+        exercise(&back, &present);
+
+        let lanes = occupied_lanes(&file, bits);
+        assert!(lanes.len() > 100);
+        for (i, &(bucket, lane, tag)) in lanes.iter().enumerate() {
+            // Every lane for the lowest region bit, a sample for the others.
+            for bit in 0..generation {
+                if bit > 0 && i % 7 != 0 {
+                    continue;
+                }
+                let flipped = tag ^ (1 << bit);
+                if flipped == 0 || flipped == (1 << bits) - 1 {
+                    continue;
+                }
+                let mut b = file.clone();
+                let at = HEADER + 8 * bucket;
+                let w = u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+                set_u64(&mut b, at, w ^ (1 << (lane * bits + bit)));
+                reseal_all(&mut b);
+                let (a, l) = load_both(&b, &path);
+                let e = err(a);
+                assert!(
+                    matches!(e, LoadError::CorruptPayload { word, .. } if word == bucket as u64),
+                    "bucket {bucket} lane {lane} bit {bit}: {e}"
+                );
+                err(l);
+            }
+        }
+    }
+}
+
+#[test]
+fn all_ones_tags_and_stray_bits_in_a_grown_file_are_refused() {
+    for (bits, generation) in [(16u32, 2u32), (12, 1)] {
+        let (_, file) = grown_filter(bits, generation);
+        let buckets = (file.len() - HEADER - 16) / 8;
+        let full = (1u64 << bits) - 1;
+        for bucket in [0, buckets / 2, buckets - 1] {
+            let mut b = file.clone();
+            set_u64(&mut b, HEADER + 8 * bucket, full);
+            reseal_all(&mut b);
+            assert_matches!(
+                err(CuckooFilter::read_from(&b[..])),
+                LoadError::CorruptPayload { .. }
+            );
+        }
+    }
+}
+
+// ---- Sparse files ------------------------------------------------------------
+
+/// This process's peak resident memory in bytes (Linux: `VmHWM`).
+#[cfg(target_os = "linux")]
+fn peak_resident() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sparse_file_is_refused_before_its_table_is_committed() {
+    // 8 KiB of data in a file whose length matches a header that claims a
+    // 256 MiB table: the length check passes, the rest reads as zeros and
+    // the checksum fails. Nothing may commit the table meanwhile.
+    let mut b = small_file(16);
+    let buckets: u64 = 1 << 25;
+    set_u64(&mut b, M0, buckets >> 3);
+    b[GENERATION] = 3;
+    set_u64(&mut b, BUCKETS, buckets);
+    set_u64(&mut b, PAYLOAD_LEN, 8 * buckets);
+    reseal_header(&mut b);
+    b.resize(8 << 10, 0xA5);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sparse.koel");
+    let file = std::fs::File::create(&path).unwrap();
+    std::io::Write::write_all(&mut &file, &b).unwrap();
+    file.set_len(HEADER as u64 + 8 * buckets + 16).unwrap();
+    drop(file);
+
+    let before = peak_resident();
+    let e = err(CuckooFilter::load(&path));
+    let grew = peak_resident() - before;
+    assert_matches!(e, LoadError::ChecksumMismatch { .. });
+    assert!(
+        grew < 64 << 20,
+        "loading an 8 KiB sparse file raised peak memory by {grew} bytes"
+    );
+}
+
+#[test]
+fn a_valid_sparse_file_still_loads() {
+    // An empty filter whose zero payload is a hole (as `cp --sparse=always`
+    // leaves it): verified first, then loaded like any other file.
+    let f = CuckooFilter::builder()
+        .capacity(1_000_000)
+        .seed(0x5A)
+        .build()
+        .unwrap();
+    let mut b = Vec::new();
+    f.write_to(&mut b).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holes.koel");
+    let file = std::fs::File::create(&path).unwrap();
+    std::io::Write::write_all(&mut &file, &b[..HEADER]).unwrap();
+    let trailer = b.len() - 16;
+    std::io::Seek::seek(&mut &file, std::io::SeekFrom::Start(trailer as u64)).unwrap();
+    std::io::Write::write_all(&mut &file, &b[trailer..]).unwrap();
+    drop(file);
+    assert_eq!(std::fs::read(&path).unwrap(), b);
+    let g = CuckooFilter::load(&path).unwrap();
+    assert_eq!((g.len(), g.capacity(), g.seed()), (0, f.capacity(), 0x5A));
+    g.insert("after").unwrap();
+    assert!(g.contains("after"));
+}

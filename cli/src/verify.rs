@@ -9,12 +9,13 @@ Examples:
   koel verify users.koel && echo intact
 
 Checks the header, the checksum over header, payload and item count, the
-item count against the payload, that no bucket holds a reserved tag or
-stray bits, and that this build hashes keys as the saving build did (by
-loading the filter). Exit status: 0 if the file is intact; 1 if it was
-read and is not an intact koel filter (damaged, truncated, foreign, another
-format version: one line on stderr says how); 2 if it cannot be read at all
-(missing, no permission, a directory).";
+item count against the payload, that no bucket holds a reserved tag,
+stray bits or a tag outside its region, and that this build hashes keys
+as the saving build did (by loading the filter). Exit status: 0 if the
+file is intact; 1 if it was read and is not an intact koel filter
+(damaged, truncated, foreign, another format version: one line on stderr
+says how); 2 if it cannot be read at all (missing, no permission, a
+directory).";
 
 /// Options of `koel verify`.
 #[derive(clap::Args, Debug)]

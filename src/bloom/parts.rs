@@ -32,6 +32,28 @@ pub(crate) struct BloomParts {
     pub(crate) target_fpr: f64,
 }
 
+impl BloomParts {
+    /// Whether these parameters make a filter every operation can run on:
+    /// the one definition `from_parts` and the loader's header check share.
+    pub(crate) fn check(&self) -> Result<(), FromPartsError> {
+        let rounds = self.hashes / 8;
+        if self.hashes % 8 != 0 || !(1..=MAX_ROUNDS).contains(&rounds) {
+            return Err(FromPartsError::BadHashes(self.hashes));
+        }
+        if self.capacity == 0 || usize::try_from(self.capacity).is_err() {
+            return Err(FromPartsError::BadCapacity(self.capacity));
+        }
+        if !sizing::valid_rate(self.target_fpr) {
+            return Err(FromPartsError::BadRate(self.target_fpr));
+        }
+        let max_blocks = (isize::MAX as usize / BLOCK_BYTES) as u64;
+        if self.blocks == 0 || self.blocks > max_blocks {
+            return Err(FromPartsError::BadBlocks(self.blocks));
+        }
+        Ok(())
+    }
+}
+
 /// Why saved parts cannot make a filter.
 #[derive(Debug)]
 pub(crate) enum FromPartsError {
@@ -77,21 +99,9 @@ impl BloomFilter {
         parts: BloomParts,
         fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<BloomFilter, FromPartsError> {
-        let max_blocks = (isize::MAX as usize / BLOCK_BYTES) as u64;
-        if parts.blocks == 0 || parts.blocks > max_blocks {
-            return Err(FromPartsError::BadBlocks(parts.blocks));
-        }
+        parts.check()?;
         let rounds = parts.hashes / 8;
-        if parts.hashes % 8 != 0 || !(1..=MAX_ROUNDS).contains(&rounds) {
-            return Err(FromPartsError::BadHashes(parts.hashes));
-        }
-        let capacity = usize::try_from(parts.capacity)
-            .ok()
-            .filter(|&c| c > 0)
-            .ok_or(FromPartsError::BadCapacity(parts.capacity))?;
-        if !sizing::valid_rate(parts.target_fpr) {
-            return Err(FromPartsError::BadRate(parts.target_fpr));
-        }
+        let capacity = parts.capacity as usize;
         let mut blocks = Blocks::zeroed(parts.blocks as usize)
             .map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
         fill(blocks.as_bytes_mut()).map_err(FromPartsError::Fill)?;

@@ -5,7 +5,7 @@ use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::counters::Shard;
-use crate::raw::geometry::{Geometry, Located};
+use crate::raw::geometry::{self, Geometry, Located};
 use crate::raw::migrate::{Helped, Migration};
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::table::Table;
@@ -65,7 +65,7 @@ impl LayoutKind {
     /// Most generations a table of this layout may reach: each spends a
     /// tag bit, and at least 4 bits must keep telling tags apart.
     pub(crate) fn max_generation(self) -> u32 {
-        self.tag_bits() - 4
+        geometry::max_generation(self.tag_bits())
     }
 }
 
@@ -145,13 +145,11 @@ impl CuckooFilter {
         }
         let geo = t.geometry();
         let generation = geo.generation() + 1;
-        let buckets = geo
-            .buckets()
-            .checked_mul(2)
-            .and_then(|b| usize::try_from(b).ok());
-        let Some(buckets) = buckets.filter(|_| generation <= self.layout.max_generation()) else {
+        let Ok(next_geo) = Geometry::checked(geo.m0(), generation, self.layout.tag_bits()) else {
             return refused(InsertError::Full);
         };
+        // `checked` keeps the table's bytes below `isize::MAX`.
+        let buckets = next_geo.buckets() as usize;
         let next = self
             .layout
             .false_positive_rate_at(generation, self.layout.sizing_load());

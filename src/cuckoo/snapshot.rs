@@ -10,10 +10,10 @@ use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::KeyHasher;
 use crate::raw::bucket::{self, L12x5, L16x4};
 use crate::raw::counters::Counters;
-use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
+use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::ops;
 use crate::raw::table::Table;
-use crate::sync::{epoch, AtomicU64, Ordering};
+use crate::sync::{epoch, AtomicU64};
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
 /// inserts may still fill empty slots while the view is held, so read them
@@ -32,12 +32,13 @@ pub(crate) enum FromPartsError {
     /// `m0` is odd or outside `MIN_M0..=MAX_M0`.
     BadM0(u64),
     /// `generation` leaves too few tag bits, or `m0 << generation` buckets
-    /// do not fit in memory addresses.
+    /// do not fit in memory addresses (see `Geometry::checked`).
     BadGeneration(u32),
     /// The allocator refused `bytes`.
     Allocation { bytes: usize },
     /// Bucket `bucket` holds a word this layout never writes (a reserved
-    /// tag, or bits outside the lanes): the data is corrupt.
+    /// tag, bits outside the lanes) or a tag outside its region: the data
+    /// is corrupt.
     BadWord { bucket: usize },
     /// `fill` failed.
     Fill(std::io::Error),
@@ -89,25 +90,38 @@ impl CuckooFilter {
         len: u64,
         fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<CuckooFilter, FromPartsError> {
-        if m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&m0) {
-            return Err(FromPartsError::BadM0(m0));
-        }
-        // Each generation spends one tag bit on the region; keep at least 4.
-        let fits = generation + 4 <= layout.tag_bits()
-            && (m0 << generation)
-                .checked_mul(8)
-                .is_some_and(|b| usize::try_from(b).is_ok());
-        if !fits {
-            return Err(FromPartsError::BadGeneration(generation));
-        }
-        let mut table = Table::new(Geometry::new(m0, generation))
-            .map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
+        let geo = Geometry::checked(m0, generation, layout.tag_bits()).map_err(|e| match e {
+            GeometryError::M0(m0) => FromPartsError::BadM0(m0),
+            GeometryError::Generation(g) => FromPartsError::BadGeneration(g),
+        })?;
+        let mut table =
+            Table::new(geo).map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
         fill(table.words_as_bytes_mut()).map_err(FromPartsError::Fill)?;
         // A reserved tag would read as a forwarded bucket or a tag no key
-        // has; refuse it rather than run on a table the protocol never made.
-        let bad = with_layout_kind!(layout, L => table.words().iter().position(|w| {
-            // Relaxed: the table is not shared yet.
-            !bucket::is_valid::<L>(w.load(Ordering::Relaxed))
+        // has, and a tag outside its region sends `alt` out of the table:
+        // refuse both rather than run on a table the protocol never made.
+        let region_len = m0 as usize;
+        let region_mask = geo.region_mask();
+        // Native-endian words of a table no other thread sees yet: read as
+        // plain bytes, so the pass vectorises (atomic loads would not).
+        let bytes: &[u8] = table.words_as_bytes_mut();
+        let bad = with_layout_kind!(layout, L => bytes
+        .chunks(region_len * 8)
+        .enumerate()
+        .find_map(|(region, run)| {
+            let region = region as u64;
+            let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+            let flagged = run.chunks_exact(8).map(word).fold(0, |acc, w| {
+                acc | bucket::invalid_bits::<L>(w)
+                    | bucket::lanes_not_matching::<L>(w, region_mask, region)
+            });
+            if flagged == 0 {
+                return None;
+            }
+            run.chunks_exact(8)
+                .map(word)
+                .position(|w| !(bucket::is_valid::<L>(w) && geo.holds::<L>(region, w)))
+                .map(|i| region as usize * region_len + i)
         }));
         if let Some(bucket) = bad {
             return Err(FromPartsError::BadWord { bucket });
@@ -180,6 +194,33 @@ mod tests {
         assert_eq!(answers, (true, false, 0, Ok(())));
         assert!(f.contains(&3u32));
         assert_eq!(f.insert_unique(&4u32), Ok(true), "stripes released after");
+    }
+
+    #[test]
+    fn tags_outside_their_region_are_refused() {
+        // Generation 2, m0 = 64: buckets 64..128 are region 1, whose tags
+        // have low bits 0b01.
+        let put = |bucket: usize, word: u64| {
+            move |dst: &mut [u8]| -> std::io::Result<()> {
+                dst[8 * bucket..8 * bucket + 8].copy_from_slice(&word.to_ne_bytes());
+                Ok(())
+            }
+        };
+        let l = LayoutKind::Tags16x4;
+        let own = 0x0005 | (0x0101 << 16);
+        assert!(CuckooFilter::from_parts(l, 0, 64, 2, 2, put(70, own)).is_ok());
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(69, own | (0x0006 << 32))),
+            Err(FromPartsError::BadWord { bucket: 69 })
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(3, own)),
+            Err(FromPartsError::BadWord { bucket: 3 })
+        ));
+        assert!(matches!(
+            CuckooFilter::from_parts(LayoutKind::Tags12x5, 0, 64, 1, 1, put(10, 0x001 << 48)),
+            Err(FromPartsError::BadWord { bucket: 10 })
+        ));
     }
 
     #[test]

@@ -16,9 +16,6 @@ use std::path::Path;
 
 /// Bytes per block.
 const BLOCK_BYTES: u64 = 64;
-/// The builder's smallest target rate; a larger or non-finite one, or 1 and
-/// above, cannot come from a filter.
-const MIN_RATE: f64 = 1e-20;
 
 /// A Bloom header's parameters, validated.
 #[derive(Clone, Copy, Debug)]
@@ -48,7 +45,7 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             });
         }
     }
-    if !matches!(h.tags_per_bucket, 8 | 16 | 24 | 32) || h.words_per_bucket != 8 {
+    if h.words_per_bucket != 8 {
         return Err(LoadError::UnsupportedBloomLayout {
             bits_per_key: h.tags_per_bucket,
             words_per_block: h.words_per_bucket,
@@ -60,18 +57,16 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             supported: BIT_MAPPING_VERSION,
         });
     }
-    if h.m0 == 0 || usize::try_from(h.m0).is_err() {
-        return Err(LoadError::InvalidCapacity { capacity: h.m0 });
-    }
-    let rate = f64::from_bits(h.param64);
-    if !(MIN_RATE..1.0).contains(&rate) {
-        return Err(LoadError::InvalidFalsePositiveRate { rate });
-    }
-    // Blocks must fit an address space: `64 * blocks <= isize::MAX`.
-    let max_blocks = (isize::MAX as u64) / BLOCK_BYTES;
-    if h.buckets == 0 || h.buckets > max_blocks {
-        return Err(LoadError::InvalidBlockCount { blocks: h.buckets });
-    }
+    let parts = BloomParts {
+        blocks: h.buckets,
+        hashes: u32::from(h.tags_per_bucket),
+        seed: h.seed,
+        capacity: h.m0,
+        target_fpr: f64::from_bits(h.param64),
+    };
+    // The filter's own definition of parameters it can run on.
+    parts.check().map_err(parts_error)?;
+    // `check` keeps `64 * blocks` below `isize::MAX`: no overflow.
     let payload_len = h.buckets * BLOCK_BYTES;
     if h.payload_len != payload_len {
         return Err(LoadError::PayloadLengthMismatch {
@@ -79,16 +74,25 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             expected: payload_len,
         });
     }
-    Ok(Shape {
-        parts: BloomParts {
-            blocks: h.buckets,
-            hashes: u32::from(h.tags_per_bucket),
-            seed: h.seed,
-            capacity: h.m0,
-            target_fpr: rate,
+    Ok(Shape { parts, payload_len })
+}
+
+/// The load error for parameters `BloomParts::check` refused, or for a
+/// failed allocation or fill.
+fn parts_error(e: FromPartsError) -> LoadError {
+    match e {
+        FromPartsError::BadBlocks(blocks) => LoadError::InvalidBlockCount { blocks },
+        FromPartsError::BadHashes(k) => LoadError::UnsupportedBloomLayout {
+            bits_per_key: k.min(255) as u8,
+            words_per_block: 8,
         },
-        payload_len,
-    })
+        FromPartsError::BadCapacity(capacity) => LoadError::InvalidCapacity { capacity },
+        FromPartsError::BadRate(rate) => LoadError::InvalidFalsePositiveRate { rate },
+        FromPartsError::Allocation { bytes } => LoadError::AllocationFailed {
+            bytes: bytes as u64,
+        },
+        FromPartsError::Fill(e) => LoadError::Io(e),
+    }
 }
 
 /// Counts set bits; every bit pattern is a possible Bloom filter.
@@ -148,19 +152,10 @@ impl Saved for BloomFilter {
         fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
     ) -> Result<Self, LoadError> {
         BloomFilter::from_parts(shape.parts, fill).map_err(|e| match e {
-            // `shape` refused the others already; kept for a loader that
-            // skipped it.
-            FromPartsError::BadBlocks(blocks) => LoadError::InvalidBlockCount { blocks },
-            FromPartsError::BadHashes(k) => LoadError::UnsupportedBloomLayout {
-                bits_per_key: k.min(255) as u8,
-                words_per_block: 8,
-            },
-            FromPartsError::BadCapacity(capacity) => LoadError::InvalidCapacity { capacity },
-            FromPartsError::BadRate(rate) => LoadError::InvalidFalsePositiveRate { rate },
             FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
                 bytes: shape.payload_len,
             },
-            FromPartsError::Fill(e) => LoadError::Io(e),
+            e => parts_error(e),
         })
     }
 }
@@ -249,7 +244,9 @@ impl BloomFilter {
 
     /// Loads a filter saved with [`save`](Self::save): checks the header
     /// and the file's length before allocating, then reads the bits
-    /// straight into the filter.
+    /// straight into the filter. A sparse file is verified before the bit
+    /// array is allocated, as in
+    /// [`CuckooFilter::load`](crate::CuckooFilter::load).
     ///
     /// # Errors
     ///

@@ -9,7 +9,7 @@ use crate::cuckoo::snapshot::FromPartsError;
 use crate::cuckoo::{CuckooFilter, LayoutKind};
 use crate::filter::FilterKind;
 use crate::raw::bucket::{self, L12x5, L16x4, Layout};
-use crate::raw::geometry::{MAX_M0, MIN_M0};
+use crate::raw::geometry::{Geometry, GeometryError};
 use crate::sync::{AtomicU64, Ordering};
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -18,8 +18,7 @@ use std::path::Path;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Shape {
     pub(crate) layout: LayoutKind,
-    pub(crate) m0: u64,
-    pub(crate) generation: u32,
+    pub(crate) geo: Geometry,
     /// Payload bytes: `8 * (m0 << generation)`.
     pub(crate) payload_len: u64,
 }
@@ -54,20 +53,17 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             })
         }
     };
-    if h.m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&h.m0) {
-        return Err(LoadError::InvalidM0 { m0: h.m0 });
-    }
-    // Each generation spends one tag bit on the region; 4 must remain (the
-    // rule `from_parts` applies too).
+    // The engine's own definition of a table it can run (and grow).
     let generation = u32::from(h.generation);
-    if generation + 4 > layout.tag_bits() {
-        return Err(LoadError::InvalidGeneration {
+    let geo = Geometry::checked(h.m0, generation, layout.tag_bits()).map_err(|e| match e {
+        GeometryError::M0(m0) => LoadError::InvalidM0 { m0 },
+        GeometryError::Generation(_) => LoadError::InvalidGeneration {
             generation: h.generation,
             tag_bits: h.tag_bits,
-        });
-    }
-    // m0 <= 2^32 and generation <= 12: no overflow below 2^47 bytes.
-    let buckets = h.m0 << generation;
+        },
+    })?;
+    // `checked` keeps the table's bytes below `isize::MAX`: no overflow.
+    let buckets = geo.buckets();
     if h.buckets != buckets {
         return Err(LoadError::BucketCountMismatch {
             stored: h.buckets,
@@ -83,42 +79,61 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
     }
     Ok(Shape {
         layout,
-        m0: h.m0,
-        generation,
+        geo,
         payload_len,
     })
 }
 
 /// Checks bucket words as they stream past: counts occupied slots and
-/// remembers the first word no filter could have written.
+/// remembers the first word no filter could have written (a reserved tag,
+/// bits outside the lanes, a tag outside its bucket's region).
 pub(crate) struct WordCheck {
     layout: LayoutKind,
+    geo: Geometry,
     words: u64,
     pub(crate) counted: u64,
     pub(crate) first_bad: Option<(u64, &'static str)>,
 }
 
 impl WordCheck {
-    pub(crate) fn new(layout: LayoutKind) -> Self {
+    pub(crate) fn new(shape: &Shape) -> Self {
         WordCheck {
-            layout,
+            layout: shape.layout,
+            geo: shape.geo,
             words: 0,
             counted: 0,
             first_bad: None,
         }
     }
 
-    fn absorb_in<L: Layout>(&mut self, bytes: &[u8]) {
+    fn absorb_in<L: Layout>(&mut self, mut bytes: &[u8]) {
+        // Runs of words in one region: the region a tag must name.
+        let m0 = self.geo.m0();
+        while !bytes.is_empty() {
+            let region = self.words / m0;
+            let left_in_region = (region + 1) * m0 - self.words;
+            let run = bytes
+                .len()
+                .min(usize::try_from(left_in_region).unwrap_or(usize::MAX) * 8);
+            let (now, rest) = bytes.split_at(run);
+            self.absorb_run::<L>(now, region);
+            bytes = rest;
+        }
+    }
+
+    /// `bytes`: words of region `region`, starting at word `self.words`.
+    fn absorb_run<L: Layout>(&mut self, bytes: &[u8], region: u64) {
         let lane_bits = L::TAG_BITS * L::LANES;
         let outside = if lane_bits == 64 {
             0
         } else {
             !0u64 << lane_bits
         };
+        let mask = self.geo.region_mask();
         let words = || bytes.chunks_exact(8).map(stream::le_word);
         // One branch-free pass in the common case; a second only to find a
         // bad word.
-        let (occupied, bad) = scan::<L>(bytes);
+        let (occupied, bad) = scan::<L>(bytes, mask, region);
         self.counted += occupied;
         if bad != 0 && self.first_bad.is_none() {
             self.first_bad = words().enumerate().find_map(|(i, w)| {
@@ -127,6 +142,11 @@ impl WordCheck {
                     Some((at, "bits above the last tag lane are set"))
                 } else if bucket::count::<L>(w, L::TAG_MASK) != 0 {
                     Some((at, "a lane holds the reserved all-ones tag"))
+                } else if !self.geo.holds::<L>(region, w) {
+                    Some((
+                        at,
+                        "a tag lies outside its region (no key's buckets are there)",
+                    ))
                 } else {
                     None
                 }
@@ -163,22 +183,31 @@ impl PayloadCheck for WordCheck {
 }
 
 /// Occupied slots in the little-endian bucket words `bytes`, and a
-/// non-zero mask if some word holds the reserved all-ones tag or bits above
-/// its last lane.
+/// non-zero mask if some word holds the reserved all-ones tag, bits above
+/// its last lane, or a tag whose bits under `region_mask` are not `region`
+/// (`Geometry::holds`, for words of one region).
 ///
 /// SWAR without a popcount (x86-64's baseline has none, and a software
 /// `count_ones` per word halves the save speed): each word adds 1 to a
 /// per-lane counter for every empty lane, and the counters are summed every
 /// `BLOCK` words, before a 12-bit lane counter could overflow. Plain adds,
 /// ands and shifts, which the compiler vectorises.
-fn scan<L: Layout>(bytes: &[u8]) -> (u64, u64) {
-    const BLOCK: usize = 2048;
-    let lane_bits = L::TAG_BITS * L::LANES;
-    let outside = if lane_bits == 64 {
-        0
+fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
+    // A table that never grew has one region: no tag can be outside it.
+    if region_mask == 0 {
+        scan_in::<L, false>(bytes, 0, 0)
     } else {
-        !0u64 << lane_bits
-    };
+        scan_in::<L, true>(bytes, region_mask, region)
+    }
+}
+
+/// [`scan`], with the region check compiled in or out.
+fn scan_in<L: Layout, const REGIONS: bool>(
+    bytes: &[u8],
+    region_mask: u64,
+    region: u64,
+) -> (u64, u64) {
+    const BLOCK: usize = 2048;
     // High bit of each lane of `x` that is zero (no borrow between lanes:
     // the low bits plus all-ones-below-high carry into the high bit only).
     let zero_lanes = |x: u64| !(((x & L::BELOW_HIGH) + L::BELOW_HIGH) | x) & L::HIGH;
@@ -188,8 +217,10 @@ fn scan<L: Layout>(bytes: &[u8]) -> (u64, u64) {
         let mut lanes = 0u64;
         for w in block.chunks_exact(8).map(stream::le_word) {
             lanes += zero_lanes(w) >> (L::TAG_BITS - 1);
-            // A lane of all ones is a zero lane of the complement.
-            bad |= zero_lanes(!w & !outside) | (w & outside);
+            bad |= bucket::invalid_bits::<L>(w);
+            if REGIONS {
+                bad |= bucket::lanes_not_matching::<L>(w, region_mask, region);
+            }
         }
         for lane in 0..L::LANES {
             empty += (lanes >> (lane * L::TAG_BITS)) & L::TAG_MASK;
@@ -209,7 +240,7 @@ fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
         // slots are counted from the bytes written, so the two agree.
         dst.copy_from_slice(&word.load(Ordering::Relaxed).to_le_bytes());
     }
-    scan::<L>(out).0
+    scan::<L>(out, 0, 0).0
 }
 
 fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
@@ -217,7 +248,7 @@ fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
         // `shape` already refused these; kept for a loader that skipped it.
         FromPartsError::BadM0(m0) => LoadError::InvalidM0 { m0 },
         FromPartsError::BadGeneration(_) => LoadError::InvalidGeneration {
-            generation: shape.generation as u8,
+            generation: shape.geo.generation() as u8,
             tag_bits: shape.layout.tag_bits() as u8,
         },
         FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
@@ -245,7 +276,7 @@ impl Saved for CuckooFilter {
     }
 
     fn check(shape: &Shape) -> WordCheck {
-        WordCheck::new(shape.layout)
+        WordCheck::new(shape)
     }
 
     fn build(
@@ -257,8 +288,8 @@ impl Saved for CuckooFilter {
         CuckooFilter::from_parts(
             shape.layout,
             h.seed,
-            shape.m0,
-            shape.generation,
+            shape.geo.m0(),
+            shape.geo.generation(),
             count,
             fill,
         )
@@ -398,6 +429,10 @@ impl CuckooFilter {
     /// Checks the header, then that the file is exactly as long as the
     /// header announces, before allocating the table; then reads the
     /// payload straight into the table and verifies it and the checksum.
+    /// A file that occupies less storage than its length (sparse, or on a
+    /// compressing file system) is verified first, in one 1 MiB buffer,
+    /// so a small file claiming a huge table is refused before the table
+    /// is allocated (such a file is read twice).
     ///
     /// # Errors
     ///
@@ -417,9 +452,18 @@ mod tests {
         ws.iter().flat_map(|w| w.to_le_bytes()).collect()
     }
 
+    /// A check of one region large enough for any test's words.
+    fn flat(layout: LayoutKind) -> WordCheck {
+        WordCheck::new(&Shape {
+            layout,
+            geo: Geometry::new(crate::raw::geometry::MAX_M0, 0),
+            payload_len: 0,
+        })
+    }
+
     #[test]
     fn word_check_counts_slots_and_finds_the_first_bad_word() {
-        let mut c = WordCheck::new(LayoutKind::Tags16x4);
+        let mut c = flat(LayoutKind::Tags16x4);
         c.absorb(&words(&[0, 0x0001_0000_0000_0002, 0xFFFE_FFFE_FFFE_FFFE]));
         assert_eq!(c.counted, 6);
         assert!(c.first_bad.is_none());
@@ -434,17 +478,17 @@ mod tests {
             Err(LoadError::CorruptPayload { word: 3, .. })
         ));
 
-        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        let mut c = flat(LayoutKind::Tags12x5);
         c.absorb(&words(&[0x0FFE_0000_0000_0001, 1 << 60]));
         assert_eq!(c.counted, 2);
         assert_eq!(
             c.first_bad,
             Some((1, "bits above the last tag lane are set"))
         );
-        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        let mut c = flat(LayoutKind::Tags12x5);
         c.absorb(&words(&[0xFFF << 24]));
         assert_eq!(c.first_bad.map(|b| b.0), Some(0));
-        let mut c = WordCheck::new(LayoutKind::Tags12x5);
+        let mut c = flat(LayoutKind::Tags12x5);
         c.absorb(&words(&[0x0FFE_FFEF_FEFF_EFFE]));
         assert_eq!((c.counted, c.first_bad), (5, None));
         assert!(matches!(
@@ -473,13 +517,61 @@ mod tests {
             .map(|&w| u64::from(bucket::occupied::<L>(w)))
             .sum();
         let reserved = ws.iter().any(|&w| bucket::count::<L>(w, L::TAG_MASK) > 0);
-        let (occupied, bad) = scan::<L>(&words(&ws));
+        let (occupied, bad) = scan::<L>(&words(&ws), 0, 0);
         assert_eq!((occupied, bad != 0), (expected, reserved));
         let full = L::LOW * (L::TAG_MASK - 1);
         let run = vec![full; 4500];
-        assert_eq!(scan::<L>(&words(&run)).0, 4500 * u64::from(L::LANES));
-        assert_eq!(scan::<L>(&words(&vec![0; 4500])), (0, 0));
-        assert_ne!(scan::<L>(&words(&[0, L::TAG_MASK << L::TAG_BITS])).1, 0);
+        assert_eq!(scan::<L>(&words(&run), 0, 0).0, 4500 * u64::from(L::LANES));
+        assert_eq!(scan::<L>(&words(&vec![0; 4500]), 0, 0), (0, 0));
+        assert_ne!(
+            scan::<L>(&words(&[0, L::TAG_MASK << L::TAG_BITS]), 0, 0).1,
+            0
+        );
+    }
+
+    /// The scan's region check flags exactly the words that
+    /// `Geometry::holds` (the engine's definition) refuses.
+    fn scan_matches_the_region_definition<L: Layout>(generation: u32) {
+        let geo = Geometry::new(64, generation);
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut refused = 0;
+        for i in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Mostly plausible words: tags of one region, some lanes empty,
+            // now and then one tag of another region.
+            let region = i % (1 << generation);
+            let mut w = 0;
+            for lane in 0..L::LANES {
+                let r = (x >> (lane * 7)) & 0x7F;
+                let tag_region = if r < 3 {
+                    (region + 1) % (1 << generation)
+                } else {
+                    region
+                };
+                let high = ((x >> (lane * 11 + 3)) % (L::MAX_TAG >> generation)) << generation;
+                let tag = if r % 4 == 1 {
+                    0
+                } else {
+                    (high | tag_region).clamp(0, L::MAX_TAG)
+                };
+                w |= tag << (lane * L::TAG_BITS);
+            }
+            let (_, bad) = scan::<L>(&words(&[w]), geo.region_mask(), region);
+            let valid = bucket::is_valid::<L>(w) && geo.holds::<L>(region, w);
+            assert_eq!(bad == 0, valid, "word {w:#x} in region {region}");
+            refused += u32::from(!valid);
+        }
+        assert!((500..5000).contains(&refused), "{refused} words refused");
+    }
+
+    #[test]
+    fn swar_scan_checks_regions_like_the_geometry() {
+        for g in [1, 2, 5] {
+            scan_matches_the_region_definition::<L16x4>(g);
+        }
+        scan_matches_the_region_definition::<L12x5>(2);
     }
 
     #[test]

@@ -132,9 +132,9 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
             let shape = cuckoo::shape(&h)?;
             info.fingerprint_bits = shape.layout.tag_bits();
             info.tags_per_bucket = shape.layout.lanes();
-            info.m0 = shape.m0;
-            info.generation = shape.generation;
-            stream_payload(reader, &header, WordCheck::new(shape.layout), info)
+            info.m0 = shape.geo.m0();
+            info.generation = shape.geo.generation();
+            stream_payload(reader, &header, WordCheck::new(&shape), info)
         }
         FilterKind::Bloom => {
             let shape = bloom::shape(&h)?;

@@ -124,11 +124,66 @@ pub(crate) fn read_from<F: Saved>(mut reader: impl Read) -> Result<F, LoadError>
     })
 }
 
+/// Whether `meta`'s file occupies at least its length in storage. A file
+/// that does not (sparse, or on a compressing file system) may claim a
+/// table far larger than what it took to make it.
+fn fully_stored(meta: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // `blocks` counts 512-byte units whatever the file system's block.
+        meta.blocks().saturating_mul(512) >= meta.len()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        false
+    }
+}
+
+/// Streams the payload and trailer after `header` through the checksum
+/// and the kind's check, in one reused chunk; `Ok` only for an intact,
+/// valid file. Leaves `f` anywhere.
+fn verify_payload<F: Saved>(
+    f: &mut (impl Read + Seek),
+    header: &[u8],
+    shape: &F::Shape,
+) -> Result<(), LoadError> {
+    let payload_len = F::payload_len(shape);
+    f.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    let mut sum = Xxh3::new();
+    sum.update(header);
+    let mut check = F::check(shape);
+    let mut buf = vec![0u8; CHUNK.min(usize::try_from(payload_len).unwrap_or(CHUNK))];
+    let mut done = 0u64;
+    while done < payload_len {
+        let want = buf
+            .len()
+            .min(usize::try_from(payload_len - done).unwrap_or(CHUNK));
+        let got = read_full(f, &mut buf[..want])?;
+        if got < want {
+            // The file shrank after its length was read.
+            return Err(LoadError::Truncated {
+                section: "payload",
+                expected: payload_len,
+                found: done + got as u64,
+            });
+        }
+        sum.update(&buf[..want]);
+        check.absorb(&buf[..want]);
+        done += want as u64;
+    }
+    let stored_count = stream::read_trailer(f, sum)?;
+    check.verdict(stored_count)
+}
+
 /// `load` for any kind: checks the file's length against the header before
-/// allocating, then reads the payload straight into the filter.
+/// allocating (and a sparse file's whole content), then reads the payload
+/// straight into the filter.
 pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     let mut f = std::fs::File::open(path)?;
-    let actual = f.metadata()?.len();
+    let meta = f.metadata()?;
+    let actual = meta.len();
     let (bytes, h, shape) = read_checked_header::<F>(&mut f)?;
     if actual != h.file_len() {
         return Err(LoadError::FileLengthMismatch {
@@ -137,6 +192,11 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
         });
     }
     let payload_len = F::payload_len(&shape);
+    if !fully_stored(&meta) {
+        // A sparse (or compressed) file's length costs nothing to claim:
+        // verify it with one chunk of memory before committing the table.
+        verify_payload::<F>(&mut f, &bytes, &shape)?;
+    }
     // The item count is in the trailer and the filter wants it up front:
     // read it now, trust it only once the checksum (and the count of the
     // payload) confirm it below.

@@ -141,8 +141,26 @@ pub(crate) fn without_tag<L: Layout>(word: u64, tag: u64) -> Option<u64> {
 /// marker) and no bit outside the lanes is set. For validating loaded data.
 #[inline]
 pub(crate) fn is_valid<L: Layout>(word: u64) -> bool {
+    invalid_bits::<L>(word) == 0
+}
+
+/// Non-zero exactly when `word` is not [`is_valid`]: the high bits of its
+/// all-ones lanes and its bits outside the lanes. Branch-free, for
+/// checking a whole table at memory speed.
+#[inline(always)]
+pub(crate) fn invalid_bits<L: Layout>(word: u64) -> u64 {
     let lane_bits = u64::MAX >> (64 - L::TAG_BITS * L::LANES);
-    zero_lanes::<L>(!word) == 0 && word & !lane_bits == 0
+    zero_lanes::<L>(!word) | (word & !lane_bits)
+}
+
+/// High-bit mask of the occupied lanes of `word` whose tag's bits under
+/// `mask` are not `value` (both below one lane). Branch-free, so a whole
+/// table is checked at memory speed.
+#[inline(always)]
+pub(crate) fn lanes_not_matching<L: Layout>(word: u64, mask: u64, value: u64) -> u64 {
+    let occupied = !zero_lanes::<L>(word) & L::HIGH;
+    let differ = !zero_lanes::<L>((word & (mask * L::LOW)) ^ (value * L::LOW)) & L::HIGH;
+    occupied & differ
 }
 
 /// The tag in lane `lane` (0 if empty).

@@ -18,7 +18,7 @@
 //! loaded, never from a separately loaded size (the race libcuckoo fixed in
 //! its PR #173).
 
-use super::bucket::Layout;
+use super::bucket::{self, Layout};
 
 /// Buckets per region are capped so that `fastrange32` covers them.
 pub(crate) const MAX_M0: u64 = 1 << 32;
@@ -30,6 +30,25 @@ pub(crate) const MAX_M0: u64 = 1 << 32;
 pub(crate) const MIN_M0: u64 = 64;
 #[cfg(loom)]
 pub(crate) const MIN_M0: u64 = 4;
+
+/// Tag bits that must keep telling keys apart: each generation spends one
+/// tag bit on the region, so `w`-bit tags allow `w - 4` doublings.
+pub(crate) const MIN_FREE_TAG_BITS: u32 = 4;
+
+/// Most generations a table of `tag_bits`-bit tags may reach.
+pub(crate) fn max_generation(tag_bits: u32) -> u32 {
+    tag_bits.saturating_sub(MIN_FREE_TAG_BITS)
+}
+
+/// Why `(m0, generation)` is not a table the engine can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GeometryError {
+    /// `m0` is odd or outside `MIN_M0..=MAX_M0`.
+    M0(u64),
+    /// The generation leaves fewer than [`MIN_FREE_TAG_BITS`] tag bits, or
+    /// the table's words would not fit an address space.
+    Generation(u32),
+}
 
 /// Where a hash lives: its tag and its two candidate buckets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,6 +70,7 @@ pub(crate) struct Geometry {
 }
 
 impl Geometry {
+    /// A geometry the caller knows to be valid (see [`checked`](Self::checked)).
     pub(crate) fn new(m0: u64, generation: u32) -> Self {
         debug_assert!(m0 % 2 == 0 && (MIN_M0..=MAX_M0).contains(&m0));
         Geometry {
@@ -58,6 +78,45 @@ impl Geometry {
             generation,
             region_mask: (1u64 << generation) - 1,
         }
+    }
+
+    /// The geometry of `m0` buckets per region after `generation`
+    /// doublings of a table of `tag_bits`-bit tags, if the engine can run
+    /// it: every index and size it computes then fits its type. The one
+    /// definition of a valid table shape: growth and the loader both ask
+    /// it.
+    pub(crate) fn checked(
+        m0: u64,
+        generation: u32,
+        tag_bits: u32,
+    ) -> Result<Geometry, GeometryError> {
+        if m0 % 2 != 0 || !(MIN_M0..=MAX_M0).contains(&m0) {
+            return Err(GeometryError::M0(m0));
+        }
+        // The shift runs only for `generation < 64`: no bits of the u128
+        // are lost.
+        let fits = generation <= max_generation(tag_bits)
+            && generation < 64
+            && (u128::from(m0) << generation) * 8 <= isize::MAX as u128;
+        if !fits {
+            return Err(GeometryError::Generation(generation));
+        }
+        Ok(Geometry::new(m0, generation))
+    }
+
+    /// Whether every tag in `word`, stored in a bucket of region `region`
+    /// (`bucket / m0`), is one a key could have put there: a tag lives only
+    /// in the buckets of its region (its low `generation` bits). A table
+    /// that breaks this sends `alt` outside the table or into another
+    /// region.
+    #[inline(always)]
+    pub(crate) fn holds<L: Layout>(&self, region: u64, word: u64) -> bool {
+        bucket::lanes_not_matching::<L>(word, self.region_mask, region) == 0
+    }
+
+    /// Low `generation` bits of a tag: its region.
+    pub(crate) fn region_mask(&self) -> u64 {
+        self.region_mask
     }
 
     /// Buckets per region.
@@ -153,6 +212,35 @@ mod tests {
         check::<L16x4>(64, 3);
         check::<L12x5>(130, 2);
         check::<L16x4>(MAX_M0, 0);
+    }
+
+    #[test]
+    fn checked_refuses_what_the_engine_cannot_run() {
+        use GeometryError::*;
+        assert_eq!(Geometry::checked(64, 0, 16), Ok(Geometry::new(64, 0)));
+        assert_eq!(
+            Geometry::checked(MAX_M0, 12, 16).unwrap().buckets(),
+            1 << 44
+        );
+        assert_eq!(Geometry::checked(MAX_M0, 8, 12).unwrap().generation(), 8);
+        for m0 in [0, MIN_M0 - 2, MIN_M0 + 1, MAX_M0 + 2, u64::MAX] {
+            assert_eq!(Geometry::checked(m0, 0, 16), Err(M0(m0)));
+        }
+        for (g, bits) in [(13, 16), (9, 12), (64, 16), (u32::MAX, 16), (61, 200)] {
+            assert_eq!(Geometry::checked(64, g, bits), Err(Generation(g)));
+        }
+    }
+
+    #[test]
+    fn holds_only_tags_of_the_buckets_region() {
+        let g = Geometry::new(64, 2);
+        // Lanes: tags 0b01 and 0b101 (region 1), one empty lane.
+        let w = 0b01 | (0b101 << 32);
+        assert!(g.holds::<L16x4>(1, w));
+        assert!(!g.holds::<L16x4>(0, w));
+        assert!(!g.holds::<L16x4>(1, w | (0b10 << 16)));
+        assert!(g.holds::<L16x4>(3, 0), "an empty bucket fits any region");
+        assert!(Geometry::new(64, 0).holds::<L12x5>(0, 0xFFE_FFE_FFE));
     }
 
     #[test]
