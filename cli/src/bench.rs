@@ -4,7 +4,7 @@
 //! Each part of the matrix is a module: [`lookups`] (positive and negative
 //! lookups, FPR), [`inserts`], [`deletes`] (with the same-tag collision
 //! case), [`load_curve`] (insert failures from 0 to 100% load),
-//! [`concurrency`] (throughput and retries by thread count), [`restart`]
+//! [`concurrency`] (throughput and CAS retries by thread count), [`restart`]
 //! (save and load: time, checksum, identical answers), [`growth`]
 //! (the doubling window) and [`distributions`] (key shapes). [`markdown`]
 //! writes the report and [`charts`] the plots.

@@ -4,7 +4,7 @@ use crate::dedup::{self, Inputs, KeySpec, Options};
 use crate::filters::{self, CliFilter};
 use crate::{human, parse, Outcome};
 use anyhow::Context;
-use koel::{BloomFilter, CuckooFilter, FilterKind, LoadError};
+use koel::{BloomFilter, CuckooFilter};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -190,27 +190,12 @@ pub fn load(path: &std::path::Path) -> anyhow::Result<CuckooFilter> {
     CuckooFilter::load(path).with_context(|| format!("cannot load {}", path.display()))
 }
 
-/// Loads a filter file of either kind.
+/// Loads a filter file of either kind, or a chain of cuckoo filters
+/// (see [`crate::info::load`]), as one error line if it cannot.
 ///
 /// # Errors
 ///
 /// As [`load`].
 pub fn load_any(path: &std::path::Path) -> anyhow::Result<Box<dyn CliFilter>> {
-    load_any_raw(path).with_context(|| format!("cannot load {}", path.display()))
-}
-
-/// [`load_any`] with the library's error, for callers that sort errors.
-///
-/// # Errors
-///
-/// As [`load`].
-pub fn load_any_raw(path: &std::path::Path) -> Result<Box<dyn CliFilter>, LoadError> {
-    match CuckooFilter::load(path) {
-        Ok(f) => Ok(Box::new(f)),
-        Err(LoadError::WrongKind {
-            found: FilterKind::Bloom,
-            ..
-        }) => Ok(Box::new(BloomFilter::load(path)?)),
-        Err(e) => Err(e),
-    }
+    crate::info::load(path).map_err(|p| p.into_error(path))
 }

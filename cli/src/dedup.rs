@@ -49,7 +49,8 @@ stdin. When it fills up, it grows, then a new
 filter is chained to it (lookups check all of them): a run never stops
 halfway for lack of room. A --state filter that has no room for this run's
 records gets a new filter chained to it rather than growing past the rate
-of a fresh one (the state file then holds the chain).
+of a fresh one (the state file then holds the chain, which `koel info`,
+`verify` and `query` read like any filter file).
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any

@@ -9,6 +9,7 @@ pub mod advise;
 pub mod bench;
 pub mod build;
 pub mod dedup;
+pub mod filter_file;
 pub mod filters;
 pub mod human;
 pub mod info;

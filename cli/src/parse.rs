@@ -2,31 +2,107 @@
 
 use std::time::Duration;
 
-/// A count such as `1000000`, `1_000_000`, `500k`, `10M`, `2G` or `1e6`.
+/// A count such as `1000000`, `1_000_000`, `500k`, `1.5k`, `8.2M`, `2G`
+/// or `1e6`: a decimal number, times 10^3, 10^6 or 10^9 for a `k`, `M`
+/// or `G` suffix, that must come out whole. Computed in decimal, not in
+/// floating point (where 8.2 x 10^6 is 8199999.999999999).
 ///
 /// # Errors
 ///
-/// A one-line message for anything else, zero included.
+/// A one-line message for anything else: not a number, not whole after
+/// scaling (`1.5`, `0.0005k`), below 1, above 10^15.
 pub fn count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_').collect();
-    let (digits, scale) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
-        _ => (&t[..], 1.0),
+    let (number, scale) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 3),
+        Some('m' | 'M') => (&t[..t.len() - 1], 6),
+        Some('g' | 'G') => (&t[..t.len() - 1], 9),
+        _ => (&t[..], 0),
     };
-    let err = || format!("{s:?} is not a count (e.g. 1000000, 500k, 10M, 1e6)");
-    let value = match digits.parse::<u64>() {
-        Ok(v) => v as f64 * scale,
-        Err(_) => digits.parse::<f64>().map_err(|_| err())? * scale,
+    let Some(d) = Decimal::parse(number) else {
+        return Err(format!(
+            "{s:?} is not a count (e.g. 1000000, 500k, 1.5M, 1e6)"
+        ));
     };
-    if !value.is_finite() || value < 1.0 || value.fract() != 0.0 {
-        return Err(format!("{s:?} must be a whole number of at least 1"));
+    if d.negative || d.digits.is_empty() {
+        return Err(format!("{s:?} must be at least 1"));
     }
-    if value > 1e15 {
+    let exponent = d.exponent + scale;
+    if exponent < 0 {
+        // `digits` ends in a non-zero digit, so a negative exponent
+        // leaves a fraction.
+        return Err(format!(
+            "{s:?} is not a whole number: a count must be whole after its suffix (e.g. 1500 or 1.5k, not 1.5)"
+        ));
+    }
+    // Above 10^15 if it has more than 16 digits before the point.
+    if d.digits.len() as i64 + exponent > 16 {
         return Err(format!("{s:?} is absurdly large (at most 10^15)"));
     }
-    Ok(value as u64)
+    let mut value: u64 = d.digits.parse().expect("at most 16 decimal digits");
+    for _ in 0..exponent {
+        value *= 10;
+    }
+    if value > 1_000_000_000_000_000 {
+        return Err(format!("{s:?} is absurdly large (at most 10^15)"));
+    }
+    Ok(value)
+}
+
+/// A decimal number as `digits` x 10^`exponent`, exactly.
+struct Decimal {
+    negative: bool,
+    /// Significant digits, without leading or trailing zeros (empty for
+    /// zero).
+    digits: String,
+    exponent: i64,
+}
+
+impl Decimal {
+    /// `[+-]int[.frac][e[+-]exp]` (at least one digit before the
+    /// exponent), or `None`.
+    fn parse(text: &str) -> Option<Decimal> {
+        let (negative, rest) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (mantissa, exp) = match rest.find(['e', 'E']) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+        if int.len() + frac.len() == 0 || !all_digits(int) || !all_digits(frac) {
+            return None;
+        }
+        let mut exponent = match exp {
+            None => 0,
+            Some(e) => {
+                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+                if digits.is_empty() || !all_digits(digits) {
+                    return None;
+                }
+                // Any exponent beyond this is absurd or a fraction alike.
+                let magnitude = digits.parse::<i64>().unwrap_or(i64::MAX).min(1 << 40);
+                if e.starts_with('-') {
+                    -magnitude
+                } else {
+                    magnitude
+                }
+            }
+        };
+        exponent -= frac.len() as i64;
+        let all = format!("{int}{frac}");
+        let significant = all.trim_start_matches('0');
+        let digits = significant.trim_end_matches('0');
+        exponent += (significant.len() - digits.len()) as i64;
+        Some(Decimal {
+            negative,
+            digits: digits.to_string(),
+            exponent,
+        })
+    }
 }
 
 /// A duration: seconds (`10`, `2.5`, `10s`) or milliseconds (`500ms`).
@@ -102,6 +178,51 @@ mod tests {
         assert_eq!(count("2G"), Ok(2_000_000_000));
         assert_eq!(count("1e6"), Ok(1_000_000));
         assert_eq!(count("1.5M"), Ok(1_500_000));
+    }
+
+    #[test]
+    fn decimal_counts_scale_to_the_exact_integer() {
+        // 8.2 * 1e6 is 8199999.999999999 in floating point.
+        for (text, want) in [
+            ("1.5k", 1_500),
+            ("8.2M", 8_200_000),
+            ("2.5G", 2_500_000_000),
+            ("1e6", 1_000_000),
+            ("0.5k", 500),
+            ("4.1M", 4_100_000),
+            ("1.001k", 1_001),
+            ("1.23456789G", 1_234_567_890),
+            ("12.5e3", 12_500),
+            ("100e-2", 1),
+            ("1E15", 1_000_000_000_000_000),
+            ("1_000.5k", 1_000_500),
+            ("+7", 7),
+        ] {
+            assert_eq!(count(text), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_count_that_is_not_whole_after_scaling_is_refused_clearly() {
+        for bad in ["1.5", "0.5", "0.0005k", "1.0000001M", "1e-3", "2.5e0"] {
+            let e = count(bad).unwrap_err();
+            assert!(e.contains("not a whole number"), "{bad}: {e}");
+        }
+        for (bad, needle) in [
+            ("0", "at least 1"),
+            ("0.0k", "at least 1"),
+            ("-3", "at least 1"),
+            ("1e16", "at most 10^15"),
+            ("1e999999999999", "at most 10^15"),
+            ("1.2.3", "not a count"),
+            ("1e", "not a count"),
+            ("e5", "not a count"),
+            ("inf", "not a count"),
+            ("1k5", "not a count"),
+        ] {
+            let e = count(bad).unwrap_err();
+            assert!(e.contains(needle), "{bad}: {e}");
+        }
         for bad in ["", "0", "-3", "x", "1.5", "1e300", "NaN", "M"] {
             assert!(count(bad).is_err(), "{bad:?}");
         }

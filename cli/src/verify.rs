@@ -1,6 +1,6 @@
 //! `koel verify`: checksum and invariants of a filter file.
 
-use crate::info::{inspect, load, FileProblem};
+use crate::filter_file::{self, FileProblem};
 use crate::{human, Outcome};
 use std::path::PathBuf;
 
@@ -11,11 +11,14 @@ Examples:
 Checks the header, the checksum over header, payload and item count, the
 item count against the payload, that no bucket holds a reserved tag,
 stray bits or a tag outside its region, and that this build hashes keys
-as the saving build did (by loading the filter). Exit status: 0 if the
-file is intact; 1 if it was read and is not an intact koel filter
-(damaged, truncated, foreign, another format version: one line on stderr
-says how); 2 if it cannot be read at all (missing, no permission, a
-directory).";
+as the saving build did (by loading the filter). A chain of filters (what
+`koel dedup --state` saves once a state had no room for a run) is checked
+filter by filter, and so is its framing: the count of filters, nothing
+after the last, and every filter hashing alike (same seed and tag width).
+Exit status: 0 if the file is intact; 1 if it was read and is not an
+intact koel filter (damaged, truncated, foreign, another format version:
+one line on stderr says how); 2 if it cannot be read at all (missing, no
+permission, a directory).";
 
 /// Options of `koel verify`.
 #[derive(clap::Args, Debug)]
@@ -33,23 +36,37 @@ pub struct Args {
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let path = &args.file;
     let prefix = format!("koel verify: {}: FAILED: ", path.display());
-    let info = match inspect(path) {
-        Ok(info) => info,
+    let inspected = match filter_file::inspect(path) {
+        Ok(i) => i,
         Err(p) => return p.report(&prefix),
     };
-    if let Some(problem) = crate::info::problem(&info) {
+    if let Some(problem) = inspected.problem {
         return FileProblem::Invalid(problem).report(&prefix);
     }
     // Loading re-checks every field and word, and the file length.
-    if let Err(p) = load(path) {
+    if let Err(p) = filter_file::load(path) {
         return p.report(&prefix);
     }
+    let items: u64 = inspected
+        .filters
+        .iter()
+        .map(|i| i.item_count.unwrap_or(0))
+        .sum();
+    let kind = inspected.filters[0].kind;
+    let what = match inspected.chain {
+        Some(n) => format!("chain of {n} {} filters", kind.name()),
+        None => format!("{} filter", kind.name()),
+    };
+    let all = if inspected.chain.is_some() {
+        "checksums valid, hash probes match"
+    } else {
+        "checksum valid, hash probe matches"
+    };
     println!(
-        "{}: OK ({} filter, {} {}, checksum valid, hash probe matches)",
+        "{}: OK ({what}, {} {}, {all})",
         path.display(),
-        info.kind.name(),
-        human::count(info.item_count.unwrap_or(0)),
-        if info.kind == koel::FilterKind::Bloom {
+        human::count(items),
+        if kind == koel::FilterKind::Bloom {
             "bits set"
         } else {
             "items"

@@ -161,7 +161,15 @@ fn quick_run_writes_a_sane_report_with_every_plot() {
     for x in conc {
         assert_eq!(num(x, &["false_negatives"]), 0.0, "{x}");
         assert!(num(x, &["ops_per_sec"]) > 1e4, "{x}");
+        // Lookups no longer count re-reads (`Stats::validation_retries`
+        // is always 0): no column or field may suggest they do.
+        assert!(x.get("validation_retries").is_none(), "{x}");
+        num(x, &["cas_retries"]);
     }
+    assert!(
+        !report.to_lowercase().contains("validation retries"),
+        "the report still shows validation retries"
+    );
 
     // Restart: same answers, valid checksum, corruption refused.
     let restart = rows(&results, "restart");

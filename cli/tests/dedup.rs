@@ -371,6 +371,21 @@ fn an_absurd_expected_size_is_one_error_line() {
     assert_one_line_error(&["dedup", "--expected", "1000G", "/dev/null"], "too large");
 }
 
+#[test]
+fn a_decimal_expected_size_is_taken_exactly_and_a_fraction_refused() {
+    // 8.2 x 10^6 is not whole in floating point.
+    koel()
+        .args(["dedup", "--expected", "8.2M"])
+        .write_stdin("a\nb\na\n")
+        .assert()
+        .success()
+        .stdout("a\nb\n");
+    assert_one_line_error(
+        &["dedup", "--expected", "1.5", "/dev/null"],
+        "not a whole number",
+    );
+}
+
 /// `n` distinct short lines `tag-i`, each followed by a repeat of an
 /// earlier one every third line.
 fn distinct_with_repeats(tag: &str, n: u64) -> Vec<String> {

@@ -330,7 +330,7 @@ pub struct Plots {
     pub throughput: String,
     /// Insert failures vs load.
     pub load_curve: String,
-    /// Throughput and retries by thread count.
+    /// Throughput and CAS retries by thread count.
     pub concurrency: String,
     /// One file per layout: memory and insert rate while growing.
     pub growth: Vec<String>,
@@ -643,9 +643,9 @@ fn concurrency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     }
     .linear(&top, &series(&|x| x.ops_per_sec))?;
     Lines {
-        title: "CAS + validation retries per million operations".into(),
+        title: "Bucket CAS retries per million operations".into(),
         x_desc: "threads",
-        y_desc: "retries / million ops",
+        y_desc: "CAS retries / million ops",
         x: 0.75..max_threads + 0.25,
         x_fmt: &x_fmt,
         y_fmt: &|y| short(*y),

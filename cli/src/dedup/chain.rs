@@ -16,10 +16,11 @@
 //! sends every occurrence of a key to one worker, so two threads never
 //! race on one key across a rotation.
 
+use crate::filter_file::{self, Loaded};
 use crate::filters::{CliFilter, Snapshot};
 use anyhow::Context;
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::{Arc, RwLock};
 
@@ -52,12 +53,6 @@ pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
     };
     1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
-
-/// Marks a state file that holds a chain of several filters (a state of
-/// one filter is a plain filter file, as `koel build` writes).
-const CHAIN_MAGIC: &[u8; 8] = b"KOELCHN1";
-/// More filters than this in a state file is a damaged file.
-const MAX_STAGES: u32 = 64;
 
 impl FilterChain {
     /// A chain of one new filter for `capacity` items.
@@ -102,48 +97,24 @@ impl FilterChain {
     ///
     /// # Errors
     ///
-    /// The file cannot be read, or is damaged or foreign.
+    /// The file cannot be read, is damaged or foreign, or holds a Bloom
+    /// filter.
     pub fn load(path: &Path, budget: f64) -> anyhow::Result<Self> {
-        let context = || format!("cannot load {}", path.display());
-        let mut file = std::fs::File::open(path).with_context(context)?;
-        let mut magic = [0u8; 8];
-        let is_chain = file.read_exact(&mut magic).is_ok() && &magic == CHAIN_MAGIC;
-        let filters = if is_chain {
-            let mut r = BufReader::new(file);
-            let mut count = [0u8; 4];
-            r.read_exact(&mut count).with_context(context)?;
-            let count = u32::from_le_bytes(count);
-            if count == 0 || count > MAX_STAGES {
-                anyhow::bail!(
-                    "cannot load {}: damaged chain header ({count} filters)",
-                    path.display()
-                );
-            }
-            let mut filters = Vec::with_capacity(count as usize);
-            for _ in 0..count {
-                filters.push(CuckooFilter::read_from(&mut r).with_context(context)?);
-            }
-            if r.read(&mut [0u8; 1]).with_context(context)? != 0 {
-                anyhow::bail!(
-                    "cannot load {}: bytes after the last filter",
-                    path.display()
-                );
-            }
-            filters
-        } else {
-            drop(file);
-            vec![crate::build::load(path)?]
-        };
-        let (seed, bits) = (filters[0].seed(), filters[0].fingerprint_bits());
-        if filters
-            .iter()
-            .any(|f| f.seed() != seed || f.fingerprint_bits() != bits)
-        {
-            anyhow::bail!(
-                "cannot load {}: its filters disagree on seed or tag width",
+        let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
+            Loaded::Cuckoo(f) => vec![f],
+            Loaded::Chain(filters) => filters,
+            Loaded::Bloom(_) => anyhow::bail!(
+                "cannot load {}: it holds a bloom filter; a --state is a cuckoo filter",
                 path.display()
-            );
-        }
+            ),
+        };
+        Ok(Self::from_filters(filters, budget))
+    }
+
+    /// A chain of loaded `filters` (at least one, hashing alike, as
+    /// [`filter_file::load`] returns them), which may not grow.
+    pub fn from_filters(filters: Vec<CuckooFilter>, budget: f64) -> Self {
+        let (seed, bits) = (filters[0].seed(), filters[0].fingerprint_bits());
         let stages = filters
             .into_iter()
             .map(|filter| Stage {
@@ -151,7 +122,7 @@ impl FilterChain {
                 filter,
             })
             .collect();
-        Ok(Self::from_stages(stages, seed, bits, budget))
+        Self::from_stages(stages, seed, bits, budget)
     }
 
     /// Saves the chain to `path` atomically: a plain filter file if it is
@@ -169,13 +140,10 @@ impl FilterChain {
         // The rule every output follows (`crate::output`): a temporary
         // file that replaces `path` only once complete.
         let mut out = koel::AtomicFile::create(path).with_context(context)?;
+        let filters: Vec<&CuckooFilter> = stages.iter().map(|s| &s.filter).collect();
         let written = (|| -> std::io::Result<()> {
             let mut w = BufWriter::new(out.file());
-            w.write_all(CHAIN_MAGIC)?;
-            w.write_all(&(stages.len() as u32).to_le_bytes())?;
-            for stage in stages.iter() {
-                stage.filter.write_to(&mut w)?;
-            }
+            filter_file::write_chain(&mut w, &filters)?;
             w.flush()
         })();
         written.and_then(|()| out.commit()).with_context(context)

@@ -1,0 +1,457 @@
+//! Filter files as koel writes them, read by every command that takes one
+//! (`info`, `verify`, `query`, `dedup --state`): one filter in the
+//! library's format (docs/format.md), or a chain of cuckoo filters, which
+//! `dedup --state` saves once a state had no room for a run:
+//!
+//! ```text
+//! "KOELCHN1"  count: u32 little-endian  filter 1 ... filter count
+//! ```
+//!
+//! each filter a whole file of the library's format (`write_to`), back to
+//! back. This module is the only reader and writer of that framing.
+//!
+//! A chain's count is checked against the file's length before anything
+//! is allocated for it; every filter hashes alike (same seed, same tag
+//! width), so one key has one hash in all of them.
+
+use crate::filters::CliFilter;
+use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, Write};
+use std::path::Path;
+
+/// Marks a chain file.
+const CHAIN_MAGIC: &[u8; 8] = b"KOELCHN1";
+/// The magic and the count.
+const CHAIN_HEADER_LEN: u64 = 12;
+/// The least one filter of a chain takes: its 80-byte header and 16-byte
+/// trailer (docs/format.md).
+const MIN_FILTER_BYTES: u64 = 96;
+/// More filters than this is a damaged file: each filter of a chain is
+/// sized for at least twice what the others hold.
+const MAX_CHAIN_FILTERS: u32 = 64;
+
+/// Why a filter file cannot be described or used.
+#[derive(Debug)]
+pub enum FileProblem {
+    /// It cannot be read at all (missing, no permission, a directory, an
+    /// I/O error): exit status 2.
+    Unreadable(anyhow::Error),
+    /// It was read and is not an intact koel filter: exit status 1 from
+    /// `info` and `verify`.
+    Invalid(String),
+}
+
+impl FileProblem {
+    /// A load error of `path`, sorted into the two cases.
+    pub fn of_load(path: &Path, e: LoadError) -> FileProblem {
+        match e {
+            LoadError::Io(_) => FileProblem::Unreadable(
+                anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+            ),
+            invalid => FileProblem::Invalid(invalid.to_string()),
+        }
+    }
+
+    /// Ends `info` or `verify`: an unreadable file is an error (exit 2),
+    /// an invalid one a failed check (exit 1) with `prefix` and the reason
+    /// on one line.
+    ///
+    /// # Errors
+    ///
+    /// [`FileProblem::Unreadable`].
+    pub fn report(self, prefix: &str) -> anyhow::Result<crate::Outcome> {
+        match self {
+            FileProblem::Unreadable(e) => Err(e),
+            FileProblem::Invalid(why) => {
+                eprintln!("{prefix}{why}");
+                Ok(crate::Outcome::CheckFailed)
+            }
+        }
+    }
+
+    /// The problem as an error of a command that needs the filter
+    /// (`query`, `dedup --state`): one line naming `path`.
+    pub fn into_error(self, path: &Path) -> anyhow::Error {
+        match self {
+            FileProblem::Unreadable(e) => e,
+            FileProblem::Invalid(why) => anyhow::anyhow!("cannot load {}: {why}", path.display()),
+        }
+    }
+}
+
+/// Writes `filters` as a chain file.
+///
+/// # Errors
+///
+/// Any error of `w`.
+pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
+    let count = u32::try_from(filters.len())
+        .ok()
+        .filter(|&n| n <= MAX_CHAIN_FILTERS)
+        .ok_or_else(|| io::Error::other("too many filters for one chain file"))?;
+    w.write_all(CHAIN_MAGIC)?;
+    w.write_all(&count.to_le_bytes())?;
+    for f in filters {
+        f.write_to(&mut w)?;
+    }
+    Ok(())
+}
+
+/// A filter file, loaded.
+pub enum Loaded {
+    /// One cuckoo filter.
+    Cuckoo(CuckooFilter),
+    /// One Bloom filter.
+    Bloom(BloomFilter),
+    /// A chain: a key is maybe present if any of them says so.
+    Chain(Vec<CuckooFilter>),
+}
+
+impl Loaded {
+    /// Each filter, in file order.
+    pub fn filters(&self) -> Vec<&dyn CliFilter> {
+        match self {
+            Loaded::Cuckoo(f) => vec![f],
+            Loaded::Bloom(f) => vec![f],
+            Loaded::Chain(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
+        }
+    }
+}
+
+/// What [`inspect`] found, without building a filter.
+pub struct Inspected {
+    /// `Some(n)` for a chain of `n` filters.
+    pub chain: Option<u32>,
+    /// Each filter's header and payload state, in file order, up to the
+    /// first with a problem.
+    pub filters: Vec<FileInfo>,
+    /// What is wrong with the file, if anything.
+    pub problem: Option<String>,
+}
+
+/// Loads `path`: a filter of either kind, or a chain.
+///
+/// # Errors
+///
+/// The file cannot be read, or is not an intact filter file.
+pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
+    match open(path)? {
+        Opened::Single => load_single(path),
+        Opened::Chain(mut chain) => {
+            let filters = chain.each(path, |r| CuckooFilter::read_from(r))?;
+            check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
+                .map_err(FileProblem::Invalid)?;
+            Ok(Loaded::Chain(filters))
+        }
+    }
+}
+
+fn load_single(path: &Path) -> Result<Loaded, FileProblem> {
+    match CuckooFilter::load(path) {
+        Ok(f) => Ok(Loaded::Cuckoo(f)),
+        Err(LoadError::WrongKind {
+            found: FilterKind::Bloom,
+            ..
+        }) => BloomFilter::load(path)
+            .map(Loaded::Bloom)
+            .map_err(|e| FileProblem::of_load(path, e)),
+        Err(e) => Err(FileProblem::of_load(path, e)),
+    }
+}
+
+/// Reads the header and checksum of `path`'s filters (streaming, one
+/// buffer), stopping at the first problem.
+///
+/// # Errors
+///
+/// The file cannot be read, or a header (of the file, of the chain, of a
+/// filter in it) is not valid.
+pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
+    match open(path)? {
+        Opened::Single => {
+            let f = File::open(path).map_err(|e| unreadable(path, e))?;
+            let info =
+                koel::inspect(BufReader::new(f)).map_err(|e| FileProblem::of_load(path, e))?;
+            Ok(Inspected {
+                chain: None,
+                problem: problem(&info),
+                filters: vec![info],
+            })
+        }
+        Opened::Chain(mut chain) => {
+            let count = chain.count;
+            let mut filters = Vec::new();
+            let mut problem = None;
+            let walked = chain.walk(path, |r, k| {
+                let info = koel::inspect(r)?;
+                let why = self::problem(&info).or_else(|| {
+                    (info.kind != FilterKind::Cuckoo).then(|| {
+                        format!(
+                            "holds a {} filter; a chain holds cuckoo filters",
+                            info.kind.name()
+                        )
+                    })
+                });
+                filters.push(info);
+                Ok(match why {
+                    Some(why) => {
+                        problem = Some(format!("filter {k} of {count}: {why}"));
+                        false
+                    }
+                    None => true,
+                })
+            });
+            match walked {
+                Ok(()) => {}
+                Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
+                Err(e) => return Err(e),
+            }
+            if problem.is_none() {
+                problem = check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err();
+            }
+            Ok(Inspected {
+                chain: Some(count),
+                filters,
+                problem,
+            })
+        }
+    }
+}
+
+/// What is wrong with a filter `info` describes, if anything.
+pub fn problem(info: &FileInfo) -> Option<String> {
+    match info.checksum {
+        ChecksumStatus::Valid => {}
+        ChecksumStatus::Mismatch { stored, computed } => {
+            return Some(format!(
+                "checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is damaged"
+            ))
+        }
+        ChecksumStatus::Truncated { expected, found } => {
+            return Some(format!("truncated: {found} of {expected} bytes"))
+        }
+        _ => return Some("unknown checksum status".to_string()),
+    }
+    if info.item_count != info.counted_items {
+        return Some(format!(
+            "item count {:?} does not match the {:?} items in the payload",
+            info.item_count, info.counted_items
+        ));
+    }
+    if !info.hash_probe_matches {
+        return Some(
+            "saved by a build that hashes keys differently: this build cannot load it".to_string(),
+        );
+    }
+    None
+}
+
+/// Every filter of a chain must hash as the first: `(seed, tag bits)` of
+/// each, in order; else what differs.
+fn check_hashing(filters: impl Iterator<Item = (u64, u32)>) -> Result<(), String> {
+    let mut first = None;
+    for (k, (seed, bits)) in filters.enumerate() {
+        let (seed1, bits1) = *first.get_or_insert((seed, bits));
+        if (seed, bits) != (seed1, bits1) {
+            return Err(format!(
+                "filter {} has seed {seed:#x} and {bits}-bit tags, filter 1 seed {seed1:#x} and {bits1}-bit tags: a chain's filters must hash alike",
+                k + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn unreadable(path: &Path, e: io::Error) -> FileProblem {
+    FileProblem::Unreadable(
+        anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
+    )
+}
+
+enum Opened {
+    /// Not a chain: the library's loaders read it by its path.
+    Single,
+    Chain(ChainReader),
+}
+
+/// A chain file past its checked header.
+struct ChainReader {
+    reader: BufReader<File>,
+    count: u32,
+}
+
+/// Opens `path` and tells a chain from a single filter, checking a
+/// chain's count against the file's length.
+fn open(path: &Path) -> Result<Opened, FileProblem> {
+    let mut file = File::open(path).map_err(|e| unreadable(path, e))?;
+    let meta = file.metadata().map_err(|e| unreadable(path, e))?;
+    if meta.is_dir() {
+        return Err(FileProblem::Unreadable(anyhow::anyhow!(
+            "cannot read {}: it is a directory, not a filter file",
+            path.display()
+        )));
+    }
+    let mut head = [0u8; CHAIN_HEADER_LEN as usize];
+    let got = read_full(&mut file, &mut head).map_err(|e| unreadable(path, e))?;
+    if got < CHAIN_MAGIC.len() || &head[..8] != CHAIN_MAGIC {
+        return Ok(Opened::Single);
+    }
+    if got < head.len() {
+        return Err(FileProblem::Invalid(format!(
+            "truncated chain header: {got} of {CHAIN_HEADER_LEN} bytes"
+        )));
+    }
+    let count = u32::from_le_bytes(head[8..].try_into().expect("4 bytes"));
+    let room = meta.len().saturating_sub(CHAIN_HEADER_LEN) / MIN_FILTER_BYTES;
+    if count == 0 {
+        return Err(FileProblem::Invalid(
+            "damaged chain header: it announces 0 filters".to_string(),
+        ));
+    }
+    if count > MAX_CHAIN_FILTERS || u64::from(count) > room {
+        return Err(FileProblem::Invalid(format!(
+            "damaged chain header: it announces {count} filters; its {} bytes hold at most {} (the file is damaged or truncated)",
+            meta.len(),
+            room.min(u64::from(MAX_CHAIN_FILTERS))
+        )));
+    }
+    file.seek(io::SeekFrom::Start(CHAIN_HEADER_LEN))
+        .map_err(|e| unreadable(path, e))?;
+    Ok(Opened::Chain(ChainReader {
+        reader: BufReader::new(file),
+        count,
+    }))
+}
+
+impl ChainReader {
+    /// Calls `each(reader, k)` for filters `k = 1..=count`, the reader at
+    /// the start of filter `k`, while it returns `true`; then checks that
+    /// nothing follows the last filter.
+    fn walk(
+        &mut self,
+        path: &Path,
+        mut each: impl FnMut(&mut dyn Read, u32) -> Result<bool, LoadError>,
+    ) -> Result<(), FileProblem> {
+        let count = self.count;
+        for k in 1..=count {
+            if self.at_end(path)? {
+                return Err(FileProblem::Invalid(format!(
+                    "truncated chain: its header announces {count} filters, the file ends after {}",
+                    k - 1
+                )));
+            }
+            match each(&mut self.reader, k) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => {
+                    return Err(match FileProblem::of_load(path, e) {
+                        FileProblem::Invalid(why) => {
+                            FileProblem::Invalid(format!("filter {k} of {count}: {why}"))
+                        }
+                        unreadable => unreadable,
+                    })
+                }
+            }
+        }
+        if !self.at_end(path)? {
+            return Err(FileProblem::Invalid(format!(
+                "bytes after the last of its {count} filters: the file is damaged"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Each filter, read by `read`.
+    fn each<T>(
+        &mut self,
+        path: &Path,
+        mut read: impl FnMut(&mut dyn Read) -> Result<T, LoadError>,
+    ) -> Result<Vec<T>, FileProblem> {
+        // At most MAX_CHAIN_FILTERS, checked against the file's length.
+        let mut out = Vec::with_capacity(self.count as usize);
+        self.walk(path, |r, _| {
+            out.push(read(r)?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    fn at_end(&mut self, path: &Path) -> Result<bool, FileProblem> {
+        Ok(self
+            .reader
+            .fill_buf()
+            .map_err(|e| unreadable(path, e))?
+            .is_empty())
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(seed: u64, keys: std::ops::Range<u32>) -> CuckooFilter {
+        let f = CuckooFilter::builder()
+            .capacity(1000)
+            .seed(seed)
+            .build()
+            .unwrap();
+        for k in keys {
+            f.insert(&k).unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn a_written_chain_loads_back_filter_by_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.koel");
+        let (a, b) = (filter(5, 0..300), filter(5, 300..900));
+        let mut bytes = Vec::new();
+        write_chain(&mut bytes, &[&a, &b]).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        let Ok(Loaded::Chain(back)) = load(&path) else {
+            panic!("not loaded as a chain")
+        };
+        assert_eq!(back.len(), 2);
+        assert!((0..300u32).all(|k| back[0].contains(&k)));
+        assert!((300..900u32).all(|k| back[1].contains(&k)));
+        let seen = inspect(&path).ok().unwrap();
+        assert_eq!(seen.chain, Some(2));
+        assert_eq!(seen.problem, None);
+        assert_eq!(seen.filters[1].item_count, Some(600));
+    }
+
+    #[test]
+    fn a_count_the_file_cannot_hold_is_refused_before_any_filter_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.koel");
+        let mut bytes = Vec::new();
+        write_chain(&mut bytes, &[&filter(1, 0..10)]).unwrap();
+        // One filter's bytes hold at most `room` filters of 96 bytes or
+        // more; a count above that is refused before any filter is read.
+        let room = (bytes.len() as u32 - 12) / 96;
+        bytes[8..12].copy_from_slice(&(room + 1).to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        match load(&path) {
+            Err(FileProblem::Invalid(why)) => {
+                assert!(why.contains(&format!("hold at most {room} ")), "{why}")
+            }
+            _ => panic!("a chain that cannot hold its count loaded"),
+        }
+    }
+}
