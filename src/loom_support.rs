@@ -44,6 +44,10 @@ pub enum Canary {
     /// fails, without the fence and second search that a remove's check of
     /// the hint pairs with: a remove that ran in between is missed.
     UncheckedFullHint,
+    /// A snapshot views the current table as it is, without finishing a
+    /// running migration or holding the stripes: a tag already forwarded
+    /// to the successor is missing from it.
+    UnfinishedSnapshot,
 }
 
 std::thread_local! {
