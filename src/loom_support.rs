@@ -15,7 +15,8 @@ pub enum Canary {
     /// A displacement hop clears the source before copying to the
     /// destination: the tag is briefly in neither bucket.
     RemoveBeforeCopy,
-    /// `contains` trusts a negative read without the stripe validation.
+    /// `contains` trusts a negative read without the stripe validation
+    /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
     /// `insert_unique` checks and inserts without holding the pair's stripe.
     UnlockedUnique,

@@ -232,6 +232,23 @@ impl CuckooFilter {
             .expect("a loom table's successor is tiny");
     }
 
+    /// Loom models only: migrates the chunk of the current table's bucket
+    /// `bucket` (the migration must have begun and be sealed), without
+    /// installing the successor even if it was the last chunk.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_migrate_chunk_of(&self, bucket: usize) {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        let m = t.migration(&guard).expect("a migration has begun");
+        let helped = with_layout!(self, L => m.ensure::<L>(t, bucket));
+        assert_ne!(
+            helped,
+            Helped::Nothing,
+            "chunk of bucket {bucket} not migrated"
+        );
+    }
+
     /// Loom models only: drives the current migration to the end.
     #[cfg(loom)]
     #[doc(hidden)]
