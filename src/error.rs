@@ -129,7 +129,8 @@ pub enum InsertError {
     /// that share its fingerprint and buckets. No displacement can move a
     /// copy out of the pair, and no doubling can either (all copies of one
     /// fingerprint move to the same pair), so the filter does not try: the
-    /// refusal is immediate, whatever the load or growth setting. Remove a
+    /// refusal is immediate, whatever the load or growth setting (an insert
+    /// that meets a doubling already under way helps it finish first). Remove a
     /// copy to insert another, or deduplicate with
     /// [`insert_unique`](crate::CuckooFilter::insert_unique).
     TooManyCopies {

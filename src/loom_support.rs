@@ -15,7 +15,8 @@ pub enum Canary {
     /// A displacement hop clears the source before copying to the
     /// destination: the tag is briefly in neither bucket.
     RemoveBeforeCopy,
-    /// `contains` trusts a negative read without the stripe validation.
+    /// `contains` trusts a negative read without the stripe validation
+    /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
     /// `insert_unique` checks and inserts without holding the pair's stripe.
     UnlockedUnique,
@@ -44,6 +45,10 @@ pub enum Canary {
     /// fails, without the fence and second search that a remove's check of
     /// the hint pairs with: a remove that ran in between is missed.
     UncheckedFullHint,
+    /// A snapshot views the current table as it is, without finishing a
+    /// running migration or holding the stripes: a tag already forwarded
+    /// to the successor is missing from it.
+    UnfinishedSnapshot,
 }
 
 std::thread_local! {

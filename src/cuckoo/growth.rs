@@ -167,7 +167,8 @@ impl CuckooFilter {
     }
 
     /// Allocates `t`'s successor and publishes the migration, then (with
-    /// `seal`) seals every old stripe. `Ok(())` also when another thread
+    /// `seal`) seals every old stripe that no writer holds (helpers seal
+    /// the rest). `Ok(())` also when another thread
     /// holds the growth claim: the caller retries.
     fn start_growth(&self, t: &Table, guard: &epoch::Guard, seal: bool) -> Result<(), InsertError> {
         let geo = t.geometry();
@@ -227,6 +228,23 @@ impl CuckooFilter {
         let t = self.table(&guard);
         self.start_growth(t, &guard, seal)
             .expect("a loom table's successor is tiny");
+    }
+
+    /// Loom models only: migrates the chunk of the current table's bucket
+    /// `bucket` (the migration must have begun and be sealed), without
+    /// installing the successor even if it was the last chunk.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_migrate_chunk_of(&self, bucket: usize) {
+        let guard = epoch::pin();
+        let t = self.table(&guard);
+        let m = t.migration(&guard).expect("a migration has begun");
+        let helped = with_layout!(self, L => m.ensure::<L>(t, bucket));
+        assert_ne!(
+            helped,
+            Helped::Nothing,
+            "chunk of bucket {bucket} not migrated"
+        );
     }
 
     /// Loom models only: drives the current migration to the end.
@@ -321,5 +339,33 @@ mod tests {
         let l12 = LayoutKind::Tags12x5;
         assert!(l12.false_positive_rate_at(2, l12.sizing_load()) <= cap);
         assert!(l12.false_positive_rate_at(3, l12.sizing_load()) > cap);
+    }
+
+    /// During a doubling a saturated pair is not detected in the old table
+    /// (a migrating insert only adds), so the insert helps the migration
+    /// until the successor is installed, and is then refused there: the
+    /// copies all moved to one successor pair, so it is saturated too.
+    #[test]
+    fn a_saturated_key_inserted_mid_doubling_is_refused_once_it_is_installed() {
+        let f = CuckooFilter::builder()
+            .capacity(4000)
+            .seed(5)
+            .build()
+            .unwrap();
+        let key = "the same key";
+        for _ in 0..8 {
+            f.insert(key).unwrap();
+        }
+        for k in 0..1000u32 {
+            f.insert(&k).unwrap();
+        }
+        f.loom_begin_growth(false);
+        assert!(f.stats().migrating);
+        assert_eq!(f.insert(key), Err(InsertError::TooManyCopies { copies: 8 }));
+        assert!(!f.stats().migrating, "refused only once installed");
+        assert_eq!(f.generation(), 1);
+        assert_eq!(f.count(key), 8);
+        assert_eq!(f.len(), 1008);
+        assert!((0..1000u32).all(|k| f.contains(&k)));
     }
 }

@@ -24,4 +24,32 @@ impl CuckooFilter {
         let _held = StripeLock::acquire(t.stripe(at.i1, at.i2)).expect("pair is not sealed");
         f()
     }
+
+    /// Loom models only: takes a snapshot as a save does
+    /// (`with_snapshot`: finishes a running migration, then holds every
+    /// stripe frozen) and reports, for each hash, whether the snapshot's
+    /// words hold its tag in its candidate buckets of the snapshot's
+    /// geometry, as a filter loaded from the save would.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_snapshot_holds(&self, hashes: &[u64]) -> Vec<bool> {
+        use crate::raw::bucket;
+        use crate::raw::geometry::Geometry;
+        use crate::sync::Ordering;
+        self.with_snapshot(|view| {
+            let geo = Geometry::new(view.m0, view.generation);
+            hashes
+                .iter()
+                .map(|&h| {
+                    with_layout!(self, L => {
+                        let at = geo.locate::<L>(h);
+                        // Relaxed: as a save reads them (`SnapshotView`).
+                        let w1 = view.words[at.i1].load(Ordering::Relaxed);
+                        let w2 = view.words[at.i2].load(Ordering::Relaxed);
+                        bucket::in_either::<L>(w1, w2, at.tag)
+                    })
+                })
+                .collect()
+        })
+    }
 }

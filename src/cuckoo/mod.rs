@@ -470,7 +470,8 @@ impl CuckooFilter {
     /// * [`InsertError::TooManyCopies`] if the key already has `2 *
     ///   tags_per_bucket` copies (8 with 16-bit tags, 10 with 12-bit): its
     ///   two buckets hold nothing else, and no doubling could separate the
-    ///   copies, so the filter refuses at once without growing.
+    ///   copies, so the filter refuses at once without growing (during a
+    ///   doubling already under way: once that doubling has finished).
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
         self.insert_hash(self.hash(key))

@@ -54,6 +54,19 @@ impl CuckooFilter {
     /// it is called is finished first.
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
         let guard = epoch::pin();
+        #[cfg(loom)]
+        if self.table(&guard).canary == crate::loom_support::Canary::UnfinishedSnapshot {
+            // Deliberately broken: no migration finished, no stripe held.
+            let t = self.table(&guard);
+            let geo = t.geometry();
+            return f(&SnapshotView {
+                layout: self.layout,
+                seed: self.hasher.seed(),
+                m0: geo.m0(),
+                generation: geo.generation(),
+                words: t.words(),
+            });
+        }
         // Holding every stripe excludes each displacement hop and each
         // remove, which are the only ways a tag leaves a bucket. A
         // migrating table is finished first, so one table holds every tag.

@@ -120,6 +120,11 @@ fn read_copies<L: Layout>(
         if copies > 0 && stop_at_first {
             return Ok(copies);
         }
+        #[cfg(loom)]
+        if old.canary == crate::loom_support::Canary::UnvalidatedNegative {
+            // Deliberately broken: the read is believed unvalidated.
+            return Ok(copies);
+        }
         // Relaxed: ordered after the bucket loads by their Acquire. A move
         // or remove of this tag (successor stripe held, odd) whose CAS one
         // of the loads saw makes this load see the stripe changed.

@@ -293,7 +293,7 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     // Under the stripe nothing can take the tag from `src`: removes and
     // moves of it hold this stripe, `clear` holds every stripe, and a
     // migration forwards `src` only once every stripe is sealed, which
-    // waits for this hold to end.
+    // cannot happen to this one before this hold ends.
     debug_assert!(
         cleared,
         "a tag left its source while its pair's stripe was held"
