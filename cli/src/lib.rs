@@ -6,7 +6,6 @@
 //! as one line.
 
 pub mod advise;
-pub mod bench;
 pub mod build;
 pub mod dedup;
 pub mod filter_file;

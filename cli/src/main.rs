@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{advise, bench, build, dedup, info, query, stress, verify, EXIT_ERROR};
+use koel_cli::{advise, build, dedup, info, query, stress, verify, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -48,10 +48,6 @@ enum Command {
     Verify(verify::Args),
     /// Recommends a filter (kind, size, layout) for a set's requirements.
     Advise(advise::Args),
-    /// Runs the design study's test matrix (lookups, FPR, inserts, deletes,
-    /// load curve, threads, save/load, growth, key distributions) and writes a
-    /// Markdown report with SVG plots.
-    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,7 +64,6 @@ fn main() -> ExitCode {
         Command::Info(args) => info::main(args),
         Command::Verify(args) => verify::main(args),
         Command::Advise(args) => advise::main(args),
-        Command::Bench(args) => bench::main(args),
     };
     match result {
         Ok(outcome) => ExitCode::from(outcome.code()),

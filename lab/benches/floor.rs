@@ -4,10 +4,10 @@
 //! one).
 //!
 //! ```text
-//! cargo bench --bench floor                       # 256 KiB .. 4 GiB, ~3-4 min
-//! KOEL_FLOOR_MAX=256M cargo bench --bench floor   # stop at 256 MiB
-//! KOEL_FLOOR_SIZES=16M,32M cargo bench --bench floor -- 2m/  # these sizes only
-//! cargo bench --bench floor -- --test             # smoke run
+//! cargo bench -p koel-lab --bench floor                     # 256 KiB .. 4 GiB, ~3-4 min
+//! KOEL_FLOOR_MAX=256M cargo bench -p koel-lab --bench floor # stop at 256 MiB
+//! KOEL_FLOOR_SIZES=16M,32M cargo bench -p koel-lab --bench floor -- 2m/  # these sizes only
+//! cargo bench -p koel-lab --bench floor -- --test           # smoke run
 //! ```
 //!
 //! One buffer per size and page mode, sizes 256 KiB, 1, 4, 16, 64, 256 MiB,
@@ -36,9 +36,6 @@
 // `criterion_group!` generates an undocumented `pub fn`.
 #![allow(missing_docs)]
 
-mod common;
-
-use common::splitmix;
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use std::hint::black_box;
 use std::sync::atomic::{fence, Ordering};
@@ -46,6 +43,15 @@ use std::time::{Duration, Instant};
 
 const LINE_WORDS: usize = 8;
 const PREFETCH_AHEAD: usize = 16;
+
+/// Element `i` of one splitmix64 sequence: a bijection of `i` (the same
+/// keys as the root benches' `common::splitmix`).
+fn splitmix(i: u64) -> u64 {
+    let mut z = 0x243F_6A88_85A3_08D3_u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
 
 /// A zeroed buffer of `u64` words, touched page by page before use.
 struct Buffer {

@@ -9,7 +9,7 @@
 //! the same machine noise, and prints the median and the best round.
 //!
 //! ```text
-//! cargo run --release --example huge_pages -- [ITEMS] [ROUNDS]
+//! cargo run --release -p koel-lab --example huge_pages -- [ITEMS] [ROUNDS]
 //! ```
 //!
 //! It prints each filter's `stats().huge_pages` and the process's

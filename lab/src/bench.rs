@@ -1,4 +1,4 @@
-//! `koel bench`: the design study's test matrix in one command, written as
+//! `koel-lab bench`: the design study's test matrix in one command, written as
 //! a Markdown report with SVG plots (and the raw numbers as JSON).
 //!
 //! Each part of the matrix is a module: [`lookups`] (positive and negative
@@ -21,22 +21,22 @@ pub mod lookups;
 pub mod markdown;
 pub mod restart;
 
-use crate::{parse, progress, Outcome};
 use anyhow::{bail, Context};
+use koel_cli::{parse, progress, Outcome};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const EXAMPLES: &str = "\
 Examples:
-  koel bench                          # the full matrix, 1M items, a few minutes; writes koel-bench/report.md
-  koel bench --quick --out /tmp/b     # a small run (seconds), same report and plots
-  koel bench --items 4M --threads 1,2,4,8
+  koel-lab bench                      # the full matrix, 1M items, a few minutes; writes koel-bench/report.md
+  koel-lab bench --quick --out /tmp/b # a small run (seconds), same report and plots
+  koel-lab bench --items 4M --threads 1,2,4,8
 
 Exit status: 0 if every correctness check held (no false negative, FPR
 within bounds of the estimate, deletes exact), 1 if one failed (the report
 says which), 2 on a usage or runtime error.";
 
-/// Options of `koel bench`.
+/// Options of `koel-lab bench`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -126,7 +126,7 @@ impl Config {
             .items
             .unwrap_or(if args.quick { 20_000 } else { 1_000_000 });
         if items > MAX_ITEMS {
-            bail!("--items {items} is too many for koel bench: at most {MAX_ITEMS}");
+            bail!("--items {items} is too many for koel-lab bench: at most {MAX_ITEMS}");
         }
         if items < 1000 {
             bail!("--items {items} is too few to measure anything: at least 1000");
@@ -141,7 +141,7 @@ impl Config {
             same_tag_pairs: if args.quick { 100 } else { 1000 },
             threads: args.threads.0.clone(),
             concurrency_duration: Duration::from_millis(if args.quick { 150 } else { 1000 }),
-            seed: args.seed.unwrap_or_else(crate::keys::random_seed),
+            seed: args.seed.unwrap_or_else(koel_cli::keys::random_seed),
             quick: args.quick,
         })
     }
@@ -332,7 +332,7 @@ fn load_average() -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-/// Runs `koel bench`.
+/// Runs `koel-lab bench`.
 ///
 /// # Errors
 ///
@@ -342,13 +342,13 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
     // Fail before a run of minutes, not after it.
-    crate::check_writable(&args.out.join("report.md"))?;
+    koel_cli::check_writable(&args.out.join("report.md"))?;
     let started = Instant::now();
     let results = run(config, &args.out)?;
     let total_secs = started.elapsed().as_secs_f64();
     write_all(&args.out, &results, total_secs)?;
     println!(
-        "koel bench: {} written in {total_secs:.1} s",
+        "koel-lab bench: {} written in {total_secs:.1} s",
         args.out.join("report.md").display()
     );
     let failed = results.failed_checks();
@@ -356,7 +356,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Success);
     }
     for f in &failed {
-        eprintln!("koel bench: FAILED: {f}");
+        eprintln!("koel-lab bench: FAILED: {f}");
     }
     Ok(Outcome::CheckFailed)
 }
@@ -370,11 +370,11 @@ pub fn write_all(dir: &Path, results: &BenchResults, total_secs: f64) -> anyhow:
     let plots = charts::write_all(dir, results)?;
     let report = markdown::report(results, &plots, total_secs);
     let path = dir.join("report.md");
-    crate::output::write_file(&path, report.as_bytes())?;
+    koel_cli::output::write_file(&path, report.as_bytes())?;
     let path = dir.join("results.json");
     let json =
         serde_json::to_string_pretty(results).context("cannot encode the results as JSON")?;
-    crate::output::write_file(&path, json.as_bytes())?;
+    koel_cli::output::write_file(&path, json.as_bytes())?;
     Ok(())
 }
 

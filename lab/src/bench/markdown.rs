@@ -4,7 +4,7 @@
 use super::charts::{millions, Plots};
 use super::common::{FprCheck, OpMeasure};
 use super::BenchResults;
-use crate::human;
+use koel_cli::human;
 use std::fmt::Write as _;
 
 fn ns(v: u64) -> String {
@@ -61,7 +61,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     let _ = writeln!(s, "# koel bench report\n");
     let _ = writeln!(
         s,
-        "`koel bench{}` — {} items per filter, {} never-inserted keys per FPR probe, seed {}, {} cores{}, {:.0} s in all.\n",
+        "`koel-lab bench{}` — {} items per filter, {} never-inserted keys per FPR probe, seed {}, {} cores{}, {:.0} s in all.\n",
         if c.quick { " --quick" } else { "" },
         human::count(c.items),
         human::count(c.negatives),
@@ -349,7 +349,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
         "| layout | start capacity | doublings | inserts in windows | insert p50 / p99 / max, steady | in windows | insert rate steady / windows | lookup p50 / p99, steady | in windows | memory peak | final | peak / final | final FPR estimate | failed / lost |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     );
     for g in &r.growth {
-        let p = |l: &crate::latency::LatencySummary, name: &str| {
+        let p = |l: &koel_cli::latency::LatencySummary, name: &str| {
             l.percentiles_ns
                 .iter()
                 .find(|x| x.0 == name)

@@ -8,8 +8,8 @@ use super::common::{
     measure_read, try_vec, uniform_key, FprCheck, Layout, OpMeasure, UNTIMED_PASSES,
 };
 use super::Config;
-use crate::keys::{FastRng, KeyDist, KeyGen};
 use koel::{CuckooFilter, Growth};
+use koel_cli::keys::{FastRng, KeyDist, KeyGen};
 use std::hash::Hash;
 use std::time::Instant;
 

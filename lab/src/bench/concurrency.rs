@@ -6,9 +6,9 @@
 
 use super::common::Layout;
 use super::Config;
-use crate::keys::KeyDist;
-use crate::stress::{self, Mix};
 use koel::Growth;
+use koel_cli::keys::KeyDist;
+use koel_cli::stress::{self, Mix};
 
 /// One (layout, mix, threads) run.
 #[derive(Clone, Debug, serde::Serialize)]

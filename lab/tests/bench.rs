@@ -1,9 +1,9 @@
-//! End-to-end tests of `koel bench`: a quick run writes a report whose
+//! End-to-end tests of `koel-lab bench`: a quick run writes a report whose
 //! plots all exist, and whose numbers are sane.
 
 mod common;
 
-use common::{assert_one_line_error, koel};
+use common::{assert_one_line_error, koel_lab};
 use serde_json::Value;
 use std::path::Path;
 
@@ -18,7 +18,7 @@ fn linked_files(markdown: &str) -> Vec<String> {
 }
 
 fn run_quick(dir: &Path) -> (String, Value) {
-    let out = koel()
+    let out = koel_lab()
         .args([
             "bench",
             "--quick",
@@ -30,12 +30,12 @@ fn run_quick(dir: &Path) -> (String, Value) {
         ])
         .arg(dir)
         .output()
-        .expect("koel runs");
+        .expect("koel-lab runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "koel bench --quick failed: {stderr}"
+        "koel-lab bench --quick failed: {stderr}"
     );
     let report = std::fs::read_to_string(dir.join("report.md")).expect("report.md written");
     let json = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");

@@ -3,7 +3,7 @@
 //! panels of a drawing.
 
 use super::BenchResults;
-use crate::plot::tick_nanos;
+use koel_cli::plot::tick_nanos;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -286,7 +286,7 @@ fn write_svg(
             .map_err(|e| anyhow::anyhow!("cannot draw {name}: {e}"))?;
     }
     let path = dir.join(name);
-    crate::output::write_file(&path, svg.as_bytes())?;
+    koel_cli::output::write_file(&path, svg.as_bytes())?;
     Ok(name.to_string())
 }
 
@@ -499,7 +499,7 @@ fn throughput(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     Bars {
         title: format!(
             "Single-thread throughput, {} items at rated capacity",
-            crate::human::count(r.config.items)
+            koel_cli::human::count(r.config.items)
         ),
         y_desc: "million operations / s",
         categories,
@@ -689,8 +689,8 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
     let memory = vec![Series {
         name: format!(
             "memory_usage(): peak {}, final {}",
-            crate::human::bytes(g.memory_peak),
-            crate::human::bytes(g.memory_final)
+            koel_cli::human::bytes(g.memory_peak),
+            koel_cli::human::bytes(g.memory_final)
         ),
         color: COLORS[0],
         points: g
@@ -704,8 +704,8 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
         title: format!(
             "{}: growing from {} to {} items ({} doublings)",
             g.layout,
-            crate::human::count(g.start_capacity),
-            crate::human::count(g.items),
+            koel_cli::human::count(g.start_capacity),
+            koel_cli::human::count(g.items),
             g.generations
         ),
         x_desc: "items inserted",
@@ -744,7 +744,7 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
         title: format!(
             "Insert latency while growing (one thread, {} slices of {} inserts; log scale)",
             g.timeline.len(),
-            crate::human::count(g.items / g.timeline.len().max(1) as u64)
+            koel_cli::human::count(g.items / g.timeline.len().max(1) as u64)
         ),
         x_desc: "items inserted",
         y_desc: "latency",

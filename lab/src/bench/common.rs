@@ -1,10 +1,10 @@
 //! What every part of the matrix shares: the two layouts, key streams,
 //! per-operation timing, and the false-positive bound.
 
-use crate::keys::mix64;
-use crate::latency::{Latency, LatencySummary};
 use anyhow::Context;
 use koel::{CuckooFilter, Growth};
+use koel_cli::keys::mix64;
+use koel_cli::latency::{Latency, LatencySummary};
 use std::hint::black_box;
 use std::time::Instant;
 

@@ -10,8 +10,8 @@
 
 use super::common::{uniform_keys, Layout};
 use super::Config;
-use crate::latency::{Latency, LatencySummary};
 use koel::Growth;
+use koel_cli::latency::{Latency, LatencySummary};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -118,7 +118,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
         let slice = (cfg.items / SAMPLES).max(1);
         let (mut slice_ns, mut slice_peak, mut slice_window) = (0u64, 0u64, false);
         let mut slice_lat: Vec<u64> = Vec::with_capacity(slice as usize);
-        let mut probe = crate::keys::FastRng::new(cfg.seed);
+        let mut probe = koel_cli::keys::FastRng::new(cfg.seed);
         let mut migrating = false;
         for (i, key) in keys.iter().enumerate() {
             let t0 = Instant::now();
