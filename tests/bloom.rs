@@ -329,9 +329,11 @@ fn race_round_batch(batch: u64, threads: usize) -> usize {
     let filter = |round: usize| build(1_000, 1e-4, batch * ROUNDS as u64 + round as u64);
     let filters: Arc<Vec<BloomFilter>> = Arc::new((0..ROUNDS).map(filter).collect());
     let keys: Arc<Vec<u64>> = Arc::new(Keys(41 + batch).take(ROUNDS * KEYS).collect());
-    // A spinning barrier: round `r` starts once `r * threads` arrivals
-    // are counted, so every thread leaves it within a few cache misses
-    // of the others (a blocking barrier would stagger them by wake-ups).
+    // A spinning barrier: the round numbered `r` from 1 starts once
+    // `r * threads` arrivals are counted, so every thread leaves it within
+    // a few cache misses of the others (a blocking barrier would stagger
+    // them by wake-ups). Relaxed: it publishes nothing; the filters and
+    // keys were shared before the spawn, the answers return by `join`.
     let arrivals = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..threads)
         .map(|_| {
