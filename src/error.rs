@@ -272,6 +272,228 @@ mod tests {
         assert_eq!(Rate(1e300).to_string(), "1e300");
     }
 
+    /// Each variant's position per type: the matches fail to compile when
+    /// a variant is added, and `every_error_message_names_its_cause` then
+    /// fails until the new one gets a sample. (`LoadError` has its own in
+    /// `persist/error.rs`.)
+    fn build_variant(e: &BuildError) -> usize {
+        match e {
+            BuildError::ZeroCapacity => 0,
+            BuildError::CapacityTooLarge { .. } => 1,
+            BuildError::UnsupportedFingerprintBits(_) => 2,
+            BuildError::AllocationFailed { .. } => 3,
+            BuildError::InvalidFalsePositiveRate(_) => 4,
+            BuildError::ExceedsMaxMemory { .. } => 5,
+        }
+    }
+
+    fn insert_variant(e: &InsertError) -> usize {
+        match e {
+            InsertError::Full => 0,
+            InsertError::FalsePositiveRateLimit { .. } => 1,
+            InsertError::MemoryLimit { .. } => 2,
+            InsertError::AllocationFailed { .. } => 3,
+            InsertError::TooManyCopies { .. } => 4,
+        }
+    }
+
+    fn union_variant(e: &UnionError) -> usize {
+        match e {
+            UnionError::DifferentSize { .. } => 0,
+            UnionError::DifferentHashes { .. } => 1,
+            UnionError::DifferentSeed => 2,
+        }
+    }
+
+    fn advise_variant(e: &AdviseError) -> usize {
+        match e {
+            AdviseError::ZeroItems => 0,
+            AdviseError::InvalidFalsePositiveRate => 1,
+            AdviseError::InvalidGrowth => 2,
+            AdviseError::TooManyItems => 3,
+        }
+    }
+
+    type Samples<E> = Vec<(E, &'static [&'static str])>;
+
+    fn build_samples() -> Samples<BuildError> {
+        vec![
+            (BuildError::ZeroCapacity, &["capacity must be at least 1"]),
+            (
+                BuildError::CapacityTooLarge {
+                    requested: 1 << 40,
+                    max: 1 << 34,
+                },
+                &["1099511627776 items is too large", "at most 17179869184"],
+            ),
+            (
+                BuildError::UnsupportedFingerprintBits(9),
+                &["fingerprint_bits 9", "16", "12"],
+            ),
+            (
+                BuildError::AllocationFailed { bytes: 4096 },
+                &["could not allocate", "4096 bytes"],
+            ),
+            (
+                BuildError::InvalidFalsePositiveRate(1.5),
+                &["false-positive rate 1.5 is out of range"],
+            ),
+            (
+                BuildError::ExceedsMaxMemory {
+                    bytes: 8192,
+                    max: 1000,
+                },
+                &["needs 8192 bytes", "max_memory (1000 bytes)"],
+            ),
+        ]
+    }
+
+    fn insert_samples() -> Samples<InsertError> {
+        vec![
+            (
+                InsertError::Full,
+                &["full", "cannot grow", "nothing was changed"],
+            ),
+            (
+                InsertError::FalsePositiveRateLimit {
+                    max: 0.01,
+                    next: 0.02,
+                },
+                &[
+                    "full",
+                    "false-positive rate to 2.00e-2",
+                    "max_false_positive_rate 1.00e-2",
+                    "nothing was changed",
+                ],
+            ),
+            (
+                InsertError::MemoryLimit {
+                    max: 1000,
+                    needed: 3000,
+                },
+                &[
+                    "full",
+                    "3000 bytes",
+                    "max_memory 1000",
+                    "nothing was changed",
+                ],
+            ),
+            (
+                InsertError::AllocationFailed { bytes: 5000 },
+                &[
+                    "full",
+                    "5000 bytes",
+                    "could not be allocated",
+                    "nothing was changed",
+                ],
+            ),
+            (
+                InsertError::TooManyCopies { copies: 8 },
+                &[
+                    "8 copies",
+                    "remove a copy",
+                    "insert_unique",
+                    "nothing was changed",
+                ],
+            ),
+        ]
+    }
+
+    fn union_samples() -> Samples<UnionError> {
+        vec![
+            (
+                UnionError::DifferentSize {
+                    blocks: 16,
+                    other_blocks: 32,
+                },
+                &["16 and 32 blocks"],
+            ),
+            (
+                UnionError::DifferentHashes {
+                    hashes: 8,
+                    other_hashes: 16,
+                },
+                &["setting 8 and 16 bits per key"],
+            ),
+            (UnionError::DifferentSeed, &["different hash seeds"]),
+        ]
+    }
+
+    fn advise_samples() -> Samples<AdviseError> {
+        vec![
+            (AdviseError::ZeroItems, &["items must be at least 1"]),
+            (
+                AdviseError::InvalidFalsePositiveRate,
+                &["false_positive_rate must be at least 0 and below 1"],
+            ),
+            (AdviseError::InvalidGrowth, &["growth factor", "at least 1"]),
+            (
+                AdviseError::TooManyItems,
+                &["this many items", "fits in memory"],
+            ),
+        ]
+    }
+
+    /// Every variant of `E` has a sample, and each sample's message is one
+    /// complete line holding its words (what is wrong, and the values).
+    fn check<E: std::error::Error>(
+        samples: &Samples<E>,
+        variant: fn(&E) -> usize,
+        variants: usize,
+    ) {
+        let mut seen = vec![false; variants];
+        for (e, words) in samples {
+            seen[variant(e)] = true;
+            let text = e.to_string();
+            for w in *words {
+                assert!(
+                    text.contains(w),
+                    "{e:?} displays as {text:?}, lacking {w:?}"
+                );
+            }
+            assert!(!text.contains('\n') && !text.ends_with('.'), "{text:?}");
+            assert!(
+                e.source().is_none(),
+                "{e:?} has a source: its cause prints twice"
+            );
+        }
+        let missing: Vec<usize> = (0..variants).filter(|&i| !seen[i]).collect();
+        assert!(missing.is_empty(), "variants without a sample: {missing:?}");
+    }
+
+    #[test]
+    fn every_error_message_names_its_cause() {
+        check(&build_samples(), build_variant, 6);
+        check(&insert_samples(), insert_variant, 5);
+        check(&union_samples(), union_variant, 3);
+        check(&advise_samples(), advise_variant, 4);
+        // The batch errors wrap an `InsertError`: its whole message, and
+        // how far the batch got.
+        for (error, _) in insert_samples() {
+            let batch = crate::BatchInsertError {
+                inserted: 17,
+                error,
+            };
+            assert_eq!(
+                batch.to_string(),
+                format!("batch insert stopped after 17 keys: {error}")
+            );
+            assert!(std::error::Error::source(&batch).is_none());
+            #[cfg(all(feature = "rayon", not(loom)))]
+            {
+                let parallel = crate::ParInsertError {
+                    inserted: 17,
+                    error,
+                };
+                assert_eq!(
+                    parallel.to_string(),
+                    format!("parallel insert stopped with 17 keys inserted: {error}")
+                );
+                assert!(std::error::Error::source(&parallel).is_none());
+            }
+        }
+    }
+
     #[test]
     fn a_tiny_rate_is_not_hundreds_of_digits() {
         let e = BuildError::InvalidFalsePositiveRate(1e-300);

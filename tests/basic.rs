@@ -180,6 +180,15 @@ fn clear_empties_the_filter() {
     }
 }
 
+/// The filter's table, byte for byte, as `write_to` saves it.
+fn table_bytes(f: &CuckooFilter) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    bytes
+}
+
+/// A refused insert leaves the table byte for byte as it was, and `len`
+/// and every statistic but the two refusal counters.
 #[test]
 fn full_table_refuses_and_changes_nothing() {
     for cfg in MATRIX {
@@ -194,21 +203,47 @@ fn full_table_refuses_and_changes_nothing() {
             }
         };
         assert_eq!(refused.1, InsertError::Full);
-        let before = f.stats();
-        // More refused inserts (of the same and of other keys) change nothing.
+        // The first refusal (which searched for a path and failed): the
+        // table equals that of a twin that never saw the refused key.
+        let twin = cfg.build(4);
+        for k in &inserted {
+            twin.insert(k).unwrap();
+        }
+        assert!(
+            table_bytes(&f) == table_bytes(&twin),
+            "{}: the first refused insert changed the table",
+            cfg.name
+        );
+        let mut expected = twin.stats();
+        expected.insert_failures += 1;
+        expected.growth_refusals += 1;
+        assert_eq!(f.stats(), expected, "{}", cfg.name);
+        // More inserts (of the same and of other keys): each refusal
+        // changes nothing but its two counters.
         let mut refusals = 1;
         for k in std::iter::once(refused.0).chain(keys.take(200)) {
-            if f.insert(&k).is_err() {
-                refusals += 1;
-            } else {
-                inserted.push(k);
+            let (bytes, mut expected) = (table_bytes(&f), f.stats());
+            match f.insert(&k) {
+                Err(e) => {
+                    assert_eq!(e, InsertError::Full);
+                    refusals += 1;
+                    assert!(
+                        table_bytes(&f) == bytes,
+                        "{}: a refused insert changed the table",
+                        cfg.name
+                    );
+                    expected.insert_failures += 1;
+                    expected.growth_refusals += 1;
+                    assert_eq!(f.stats(), expected, "{}", cfg.name);
+                }
+                Ok(()) => inserted.push(k),
             }
         }
         let after = f.stats();
+        assert!(refusals > 1, "{}: no further refusal was tried", cfg.name);
         assert_eq!(after.len, inserted.len(), "{}", cfg.name);
         assert_eq!(after.occupied_slots, inserted.len());
         assert_eq!(after.insert_failures, refusals);
-        assert!(before.len <= after.len);
         assert!(
             inserted.iter().all(|k| f.contains(k)),
             "{}: an item was lost",
