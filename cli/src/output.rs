@@ -7,7 +7,7 @@
 //!   inputs (`koel dedup f.txt -o f.txt`), a failed command leaves the old
 //!   file as it was, and the new file keeps the old one's permissions. On
 //!   Linux the temporary file has no name until it is complete, so a
-//!   killed command leaves nothing behind.
+//!   killed command leaves nothing partial behind.
 //! * A symbolic link is followed: the file it names is replaced, the link
 //!   stays.
 //! * Anything else (a directory, a device, a FIFO, a socket) is refused,

@@ -230,8 +230,8 @@ impl BloomFilter {
     /// directory, sync, rename, sync of the directory), as
     /// [`CuckooFilter::save`](crate::CuckooFilter::save), with the same
     /// rules: permissions kept, symbolic links followed, anything but a
-    /// regular file refused, nothing left behind by a killed process on
-    /// Linux.
+    /// regular file refused, nothing partial left behind by a killed
+    /// process on Linux.
     ///
     /// # Errors
     ///

@@ -399,7 +399,9 @@ impl CuckooFilter {
     /// not a regular file (a directory, a device such as `/dev/full`, a
     /// FIFO, a socket) is refused, never replaced. On Linux the temporary
     /// file has no name while it is written (`O_TMPFILE`), so a process
-    /// killed mid-save leaves nothing behind; elsewhere it is a short
+    /// killed mid-save leaves nothing partial behind (a kill in the
+    /// microseconds between linking and renaming the finished file leaves
+    /// it, and the next save to `path` removes it); elsewhere it is a short
     /// hidden name (`.koel-<16 hex>.tmp`). Any legal file name, UTF-8 or
     /// not, can be saved to.
     ///

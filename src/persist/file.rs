@@ -19,8 +19,11 @@
 //!   process may, its owner and group);
 //! * on Linux the temporary file is created with `O_TMPFILE`: it has no
 //!   name while it is written, so a process killed mid-save (`kill -9`,
-//!   OOM) leaves nothing behind. It gets a name only for the two system
-//!   calls that link and rename it. Elsewhere (or on file systems without
+//!   OOM) leaves nothing partial behind. It gets a name only for the two
+//!   system calls that link and rename it (Linux cannot link over a file);
+//!   that name is the target's own, so the complete file a process killed
+//!   between those calls leaves is removed by the next save of the same
+//!   target once it is 10 s old. Elsewhere (or on file systems without
 //!   `O_TMPFILE`) it is a short hidden name, `.koel-<16 hex>.tmp`, removed
 //!   on error; its length does not depend on the target's, so any legal
 //!   file name can be saved to.
@@ -137,9 +140,13 @@ impl AtomicFile {
             }
         }
         // `linkat` cannot replace a file: link under a temporary name and
-        // rename that over the target.
+        // rename that over the target. The target's own link name first, so
+        // that a save killed between the two calls left its (complete) file
+        // where this one finds it: removed here once stale.
+        let own = self.dir.join(link_name(&self.target));
+        remove_if_stale(&own);
+        let mut temp = own;
         loop {
-            let temp = self.dir.join(temp_name());
             match linux::link_fd(&self.file, &temp) {
                 Ok(()) => {
                     let renamed = std::fs::rename(&temp, &self.target);
@@ -148,7 +155,10 @@ impl AtomicFile {
                     }
                     return renamed;
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                // A live save of the same target holds it: another name.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    temp = self.dir.join(temp_name());
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -295,6 +305,44 @@ fn temp_name() -> OsString {
     OsString::from(format!(".koel-{:016x}.tmp", h.finish()))
 }
 
+/// The name under which a save links its finished file next to `target`
+/// before renaming it over `target`: one per target, so that a save killed
+/// between the two calls leaves a file the next save of `target` finds.
+#[cfg(target_os = "linux")]
+fn link_name(target: &Path) -> OsString {
+    let name = target.file_name().unwrap_or_default();
+    let h = xxhash_rust::xxh3::xxh3_64(name.as_encoded_bytes());
+    OsString::from(format!(".koel-{h:016x}.tmp"))
+}
+
+/// How old a file under a target's [`link_name`] must be before a save
+/// takes it for a killed save's leftover: a live save holds that name for
+/// the microseconds between its link and its rename.
+/// Removes the regular file at `path` if its last status change (its
+/// link, for a leftover) is older than [`STALE_AFTER`]. Best effort: a
+/// leftover that stays is only disk space.
+#[cfg(target_os = "linux")]
+fn remove_if_stale(path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    let changed = std::time::UNIX_EPOCH
+        + std::time::Duration::new(
+            u64::try_from(m.ctime()).unwrap_or(0),
+            u32::try_from(m.ctime_nsec()).unwrap_or(0),
+        );
+    let stale = changed.elapsed().is_ok_and(|age| age >= STALE_AFTER);
+    if m.is_file() && stale {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(all(target_os = "linux", not(test)))]
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+#[cfg(all(target_os = "linux", test))]
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::ffi::CString;
@@ -434,6 +482,31 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n != keep)
             .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_stale_leftover_of_a_killed_save_is_removed_by_the_next_save() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.koel");
+        filter(1, 0..1000).save(&path).unwrap();
+        // What a save killed between its link and its rename leaves: a
+        // complete file under the target's own link name.
+        let left = dir.path().join(link_name(&path));
+        std::fs::copy(&path, &left).unwrap();
+        // Fresh, it may be a live save's: kept, and this save links under
+        // another name.
+        filter(2, 0..1000).save(&path).unwrap();
+        assert_eq!(CuckooFilter::load(&path).unwrap().seed(), 2);
+        assert!(left.exists(), "a fresh link name may be a live save's");
+        std::thread::sleep(STALE_AFTER + std::time::Duration::from_millis(200));
+        filter(3, 0..1000).save(&path).unwrap();
+        assert_eq!(CuckooFilter::load(&path).unwrap().seed(), 3);
+        assert_eq!(
+            leftovers(dir.path(), "f.koel"),
+            Vec::<String>::new(),
+            "the stale leftover is removed"
+        );
     }
 
     #[test]
