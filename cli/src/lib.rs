@@ -63,3 +63,40 @@ impl Outcome {
         }
     }
 }
+
+/// How `program` (`koel`, `koel-lab`) reports a clap error: help and
+/// version go to stdout as usual; a usage error becomes one line on
+/// stderr (clap's first line, which names the flag and the problem).
+pub fn usage_error(program: &str, e: clap::Error) -> std::process::ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            std::process::ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
+        }
+        _ => {
+            eprintln!(
+                "{program}: error: {} (see {program} --help)",
+                one_line(&e.to_string())
+            );
+            std::process::ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// Clap's message on one line: its first line, plus the indented list that
+/// follows a line ending in ':' (e.g. the missing required arguments).
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut out = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    if out.ends_with(':') {
+        let listed: Vec<&str> = lines
+            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .collect();
+        out = format!("{} {}", out, listed.join(", "));
+    }
+    out
+}

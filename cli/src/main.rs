@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{advise, build, dedup, info, query, stress, verify, EXIT_ERROR};
+use koel_cli::{advise, build, dedup, info, query, stress, usage_error, verify, EXIT_ERROR};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
     end_quietly_when_stdout_closes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error("koel", e),
     };
     let result = match cli.command {
         Command::Stress(args) => stress::main(args),
@@ -92,39 +92,3 @@ fn end_quietly_when_stdout_closes() {
 
 #[cfg(not(unix))]
 fn end_quietly_when_stdout_closes() {}
-
-/// Help and version go to stdout as usual; a usage error becomes one line on
-/// stderr (clap's first line, which names the flag and the problem).
-fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
-        }
-        _ => {
-            eprintln!(
-                "koel: error: {} (see koel --help)",
-                one_line(&e.to_string())
-            );
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-/// Clap's message on one line: its first line, plus the indented list that
-/// follows a line ending in ':' (e.g. the missing required arguments).
-fn one_line(text: &str) -> String {
-    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("invalid arguments");
-    let mut out = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    if out.ends_with(':') {
-        let listed: Vec<&str> = lines
-            .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
-            .collect();
-        out = format!("{} {}", out, listed.join(", "));
-    }
-    out
-}

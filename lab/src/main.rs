@@ -1,7 +1,7 @@
 //! `koel-lab`: the research harness's command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::EXIT_ERROR;
+use koel_cli::{usage_error, EXIT_ERROR};
 use koel_lab::bench;
 use std::process::ExitCode;
 
@@ -24,7 +24,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error("koel-lab", e),
     };
     let result = match cli.command {
         Command::Bench(args) => bench::main(args),
@@ -34,31 +34,6 @@ fn main() -> ExitCode {
         Err(e) => {
             // `{:#}` prints the whole context chain on one line.
             eprintln!("koel-lab: error: {e:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
-}
-
-/// Help and version go to stdout as usual; a usage error becomes one line on
-/// stderr (clap's first line, which names the flag and the problem).
-fn usage_error(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
-        }
-        _ => {
-            let text = e.to_string();
-            let first = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("koel-lab: error: {first} (see koel-lab --help)");
             ExitCode::from(EXIT_ERROR)
         }
     }

@@ -36,3 +36,20 @@ pub fn assert_one_line_error(args: &[&str], needle: &str) {
     );
     assert!(!stderr.contains("panicked"), "koel {args:?}: {stderr}");
 }
+
+/// How many of `n` keys never inserted (`nobody-0`, `nobody-1`, ...) `koel
+/// query FILE` answers "maybe" for, given on stdin.
+pub fn query_maybes(file: &std::path::Path, n: usize) -> usize {
+    let absent: String = (0..n).map(|i| format!("nobody-{i}\n")).collect();
+    let out = koel()
+        .arg("query")
+        .arg(file)
+        .write_stdin(absent)
+        .output()
+        .expect("koel runs");
+    String::from_utf8(out.stdout)
+        .expect("query prints UTF-8")
+        .lines()
+        .filter(|l| l.starts_with("maybe"))
+        .count()
+}
