@@ -37,10 +37,13 @@ pub enum Canary {
     /// A plain insert during a migration writes the successor bucket
     /// before its old bucket is forwarded.
     SuccessorFirst,
-    /// The old table is retired at once instead of through the epoch
-    /// collector (it is leaked, not freed, so the model stays sound; it is
-    /// only recorded as freed).
-    ImmediateRetire,
+    /// A replaced table's pages are released (its words zeroed) as soon
+    /// as it is replaced, instead of once no pinned writer can reach it: a
+    /// plain insert that loaded it before can CAS into a released word.
+    ImmediateRelease,
+    /// A lookup trusts a migrating read without checking that its table is
+    /// still current: it may have read released (zeroed) words.
+    UncheckedRetiredRead,
     /// An insert at the growth cap sets the full hint as soon as its search
     /// fails, without the fence and second search that a remove's check of
     /// the hint pairs with: a remove that ran in between is missed.
@@ -49,29 +52,6 @@ pub enum Canary {
     /// running migration or holding the stripes: a tag already forwarded
     /// to the successor is missing from it.
     UnfinishedSnapshot,
-}
-
-std::thread_local! {
-    /// Addresses of tables dropped (or, under `ImmediateRetire`, retired)
-    /// in the current loom execution. Per OS thread: loom runs a model's
-    /// threads on the thread of its test, and the tests of one binary run
-    /// in parallel, so one shared list would mix their tables.
-    static FREED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Forgets the freed tables of earlier executions (call at model start).
-pub fn reset_freed() {
-    FREED.with(|f| f.borrow_mut().clear());
-}
-
-/// Whether the table at `addr` was dropped (or retired by the canary).
-pub fn was_freed(addr: usize) -> bool {
-    FREED.with(|f| f.borrow().contains(&addr))
-}
-
-/// Records that the table at `addr` is gone.
-pub(crate) fn mark_freed(addr: usize) {
-    FREED.with(|f| f.borrow_mut().push(addr));
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for

@@ -5,13 +5,16 @@
 //! otherwise from `std`. No other module imports `std::sync::atomic`.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 pub(crate) use crossbeam_epoch as epoch;
 
+/// A flag no protocol reads (whether a table's pages were released).
+#[cfg(all(target_os = "linux", not(loom)))]
+pub(crate) use std::sync::atomic::AtomicBool as StatBool;
 /// Statistics counters that no protocol reads: always `std` atomics, so loom
 /// does not spend its interleavings on them.
 pub(crate) use std::sync::atomic::{AtomicI64 as StatI64, AtomicU64 as StatU64};

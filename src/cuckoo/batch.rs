@@ -6,7 +6,7 @@ use crate::raw::batch;
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
-use crate::sync::epoch;
+
 use std::convert::Infallible;
 use std::fmt;
 use std::hash::Hash;
@@ -57,14 +57,13 @@ impl CuckooFilter {
             out.len(),
             "contains_many: keys and out differ in length"
         );
-        let guard = epoch::pin();
-        let t = self.table(&guard);
+        let t = self.table();
         let hash = |i: usize| self.hash(&keys[i]);
         let _ = with_layout!(self, L => batch::for_each::<L, Infallible>(t, 0, keys.len(), hash, |i, at| {
             out[i] = match ops::contains::<L>(t, at) {
                 Ok(found) => found,
                 // The table is migrating: this key takes the general path.
-                Err(Sealed) => self.contains_in(hash(i), &guard),
+                Err(Sealed) => self.contains_in(hash(i)),
             };
             Ok(())
         }));
@@ -116,14 +115,14 @@ impl CuckooFilter {
         unique: bool,
         mut done: impl FnMut(usize, bool),
     ) -> Result<(), BatchInsertError> {
-        let mut guard = epoch::pin();
+        let mut pin = self.writer_pin();
         let hash = |i: usize| self.hash(&keys[i]);
         let mut start = 0;
         let mut refused = None;
         while start < keys.len() {
-            let t = self.table(&guard);
+            let t = self.table();
             let table_before = t as *const Table;
-            let stopped = if t.migration(&guard).is_some() {
+            let stopped = if t.migration().is_some() {
                 Err(start)
             } else {
                 with_layout!(self, L => batch::for_each::<L, usize>(t, start, keys.len(), hash, |i, at| {
@@ -136,7 +135,7 @@ impl CuckooFilter {
                         Err(failure) => {
                             // Start the doubling (or learn why not) here, so
                             // the general path below does not search again.
-                            match self.after_insert_failure(t, at, unique, failure, &guard) {
+                            match self.after_insert_failure(t, at, unique, failure) {
                                 Ok(Some(inserted)) => {
                                     done(i, inserted);
                                     Ok(())
@@ -158,15 +157,15 @@ impl CuckooFilter {
                 return Err(BatchInsertError { inserted: i, error });
             }
             let inserted = self
-                .insert_in(hash(i), unique, &guard)
+                .insert_in(hash(i), unique, &pin)
                 .map_err(|error| BatchInsertError { inserted: i, error })?;
             done(i, inserted);
             start = i + 1;
-            // A table retired during this batch is freed only once no guard
-            // pinned before its retirement remains: re-pin, so a long batch
-            // through several doublings does not keep them all alive.
-            if !std::ptr::eq(self.table(&guard), table_before) {
-                guard.repin();
+            // A table replaced during this batch has its pages released
+            // only once no pin from before its replacement remains: re-pin,
+            // so a long batch through several doublings does not keep them.
+            if !std::ptr::eq(self.table(), table_before) {
+                pin.repin();
             }
         }
         Ok(())

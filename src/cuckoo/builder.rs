@@ -6,7 +6,7 @@ use crate::hash::KeyHasher;
 use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
-use crate::sync::epoch;
+use crate::raw::tables::Tables;
 
 /// Default capacity when none is given: about a million items (2.2 MB).
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -155,7 +155,7 @@ impl CuckooFilterBuilder {
         let _ = &mut table;
         let hasher = KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed));
         Ok(CuckooFilter {
-            table: epoch::Atomic::new(table),
+            tables: Tables::new(table),
             layout,
             hasher,
             counters: Counters::default(),

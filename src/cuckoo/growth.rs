@@ -9,7 +9,7 @@ use crate::raw::geometry::{self, Geometry, Located};
 use crate::raw::migrate::{Helped, Migration};
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::table::Table;
-use crate::sync::{epoch, Backoff, Ordering};
+use crate::sync::{epoch, Backoff};
 
 /// Whether a full filter doubles its table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -87,7 +87,6 @@ impl CuckooFilter {
         at: Located,
         unique: bool,
         failure: InsertFailure,
-        guard: &epoch::Guard,
     ) -> Result<Option<bool>, InsertError> {
         let searched = match failure {
             InsertFailure::Sealed => return Ok(None),
@@ -95,7 +94,7 @@ impl CuckooFilter {
             InsertFailure::Full { searched } => searched,
         };
         Shard::bump(&self.counters.shard().full);
-        let refusal = match self.grow(t, guard) {
+        let refusal = match self.grow(t) {
             Ok(()) => return Ok(None),
             Err(e) => e,
         };
@@ -135,7 +134,7 @@ impl CuckooFilter {
     /// or says why not. `Ok(())` means "retry the insert" (a migration has
     /// begun, or another thread is starting one).
     #[cold]
-    pub(crate) fn grow(&self, t: &Table, guard: &epoch::Guard) -> Result<(), InsertError> {
+    pub(crate) fn grow(&self, t: &Table) -> Result<(), InsertError> {
         let refused = |e: InsertError| {
             self.counters.bump_growth_refusals();
             Err(e)
@@ -163,14 +162,14 @@ impl CuckooFilter {
                 return refused(InsertError::MemoryLimit { max, needed });
             }
         }
-        self.start_growth(t, guard, true).or_else(refused)
+        self.start_growth(t, true).or_else(refused)
     }
 
     /// Allocates `t`'s successor and publishes the migration, then (with
     /// `seal`) seals every old stripe that no writer holds (helpers seal
     /// the rest). `Ok(())` also when another thread
     /// holds the growth claim: the caller retries.
-    fn start_growth(&self, t: &Table, guard: &epoch::Guard, seal: bool) -> Result<(), InsertError> {
+    fn start_growth(&self, t: &Table, seal: bool) -> Result<(), InsertError> {
         let geo = t.geometry();
         // One thread allocates; the others retry until its migration shows.
         if !t.claim_growth() {
@@ -190,25 +189,20 @@ impl CuckooFilter {
         }
         #[cfg(not(loom))]
         let _ = &mut next_table;
-        let next_ptr = Box::into_raw(Box::new(next_table));
-        let Some(migration) = Migration::new(t, next_ptr) else {
-            // SAFETY: `next_ptr` came from `Box::into_raw` just above and
-            // was never shared.
-            drop(unsafe { Box::from_raw(next_ptr) });
+        let Some(migration) = Migration::new(t, next_table) else {
             t.release_growth_claim();
             return Err(InsertError::AllocationFailed {
                 bytes: t.buckets() / 32,
             });
         };
-        if let Err(lost) = t.begin_migration(Box::new(migration), guard) {
-            // Unreachable while the claim is held; handled anyway.
+        if let Err(lost) = t.begin_migration(Box::new(migration)) {
+            // Unreachable while the claim is held; handled anyway (dropping
+            // the migration drops its successor).
             drop(lost);
-            // SAFETY: as above: never published.
-            drop(unsafe { Box::from_raw(next_ptr) });
             return Ok(());
         }
         if seal {
-            let m = t.migration(guard).expect("just published");
+            let m = t.migration().expect("just published");
             m.seal_all(t);
         }
         Ok(())
@@ -224,9 +218,7 @@ impl CuckooFilter {
             self.policy.growth != Growth::Fixed,
             "a fixed filter never grows"
         );
-        let guard = epoch::pin();
-        let t = self.table(&guard);
-        self.start_growth(t, &guard, seal)
+        self.start_growth(self.table(), seal)
             .expect("a loom table's successor is tiny");
     }
 
@@ -236,9 +228,8 @@ impl CuckooFilter {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn loom_migrate_chunk_of(&self, bucket: usize) {
-        let guard = epoch::pin();
-        let t = self.table(&guard);
-        let m = t.migration(&guard).expect("a migration has begun");
+        let t = self.table();
+        let m = t.migration().expect("a migration has begun");
         let helped = with_layout!(self, L => m.ensure::<L>(t, bucket));
         assert_ne!(
             helped,
@@ -251,65 +242,71 @@ impl CuckooFilter {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn loom_finish_growth(&self) {
-        self.finish_migration(&epoch::pin());
+        let _pin = self.writer_pin();
+        self.finish_migration();
+    }
+
+    /// Loom models only: drives the epoch collector until the release of
+    /// replaced tables' pages, deferred until no writer could reach them,
+    /// has run (as later operations of any thread would).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn loom_collect(&self) {
+        for _ in 0..4 {
+            epoch::pin().flush();
+        }
     }
 
     /// A writer's bounded share of the migration of `t`: one chunk; then,
     /// if the migration is complete, installs the successor.
-    pub(crate) fn help_migration(&self, t: &Table, m: &Migration, guard: &epoch::Guard) {
+    pub(crate) fn help_migration(&self, t: &Table, m: &Migration) {
         with_layout!(self, L => { m.help::<L>(t); });
-        self.install_if_done(t, m, guard);
+        self.install_if_done(t, m);
     }
 
     /// Installs `m`'s successor as the current table once every chunk is
-    /// done, and retires `t`. Idempotent: one thread's CAS wins.
-    pub(crate) fn install_if_done(&self, t: &Table, m: &Migration, guard: &epoch::Guard) {
+    /// done, and schedules the release of `t`'s bucket pages. Idempotent:
+    /// one thread's CAS wins.
+    pub(crate) fn install_if_done(&self, t: &Table, m: &Migration) {
         // `is_done` loads with Acquire, so this thread has seen every
         // chunk's successor stores before it publishes the successor.
-        if !m.is_done() {
+        if !m.is_done() || !self.tables.install(t, m) {
             return;
         }
-        let old = epoch::Shared::from(t as *const Table);
-        let new = epoch::Shared::from(m.next_ptr());
-        // Release: pairs with the Acquire load in `CuckooFilter::table`:
-        // whoever loads the successor sees its migrated words. Acquire on
-        // failure is not needed: the loser only learns it was done.
-        if self
-            .table
-            .compare_exchange(old, new, Ordering::Release, Ordering::Relaxed, guard)
-            .is_ok()
-        {
-            self.counters.bump_growths();
-            #[cfg(loom)]
-            if t.canary == crate::loom_support::Canary::ImmediateRetire {
-                // Deliberately broken: "freed" while readers may hold it
-                // (recorded, and leaked so that the model stays sound).
-                crate::loom_support::mark_freed(t as *const Table as usize);
-                return;
-            }
-            // SAFETY: `t` is no longer reachable from the filter: new
-            // operations load the successor. Operations that loaded `t`
-            // hold guards pinned before this point, and the collector frees
-            // `t` only after all of them are unpinned.
-            unsafe { guard.defer_destroy(old) };
-            // A retired table is large: move it from this thread's bag of
-            // deferred frees (which is only flushed when it fills) to the
-            // global queue, so any thread's next collection frees it.
-            guard.flush();
+        self.counters.bump_growths();
+        let Some(release) = t.release_handle() else {
+            return;
+        };
+        #[cfg(loom)]
+        if t.canary == crate::loom_support::Canary::ImmediateRelease {
+            // Deliberately broken: released while a pinned writer may
+            // still be about to CAS into the table.
+            release.run();
+            return;
         }
+        // Deferred until every thread pinned now has unpinned: a writer
+        // that loaded `t` before the install above is pinned from before
+        // that load until its operation ends, so it never writes a
+        // released word (readers need no such wait: `raw/tables.rs`).
+        let guard = epoch::pin();
+        guard.defer(move || release.run());
+        // A retired table is large: move the release from this thread's
+        // bag of deferred work (flushed only when it fills) to the global
+        // queue, so any thread's next collection runs it.
+        guard.flush();
     }
 
     /// Drives the migration of the current table (if any) to completion:
     /// for operations that need one stable table (`clear`, snapshots).
-    pub(crate) fn finish_migration(&self, guard: &epoch::Guard) {
+    pub(crate) fn finish_migration(&self) {
         let mut backoff = Backoff::default();
         loop {
-            let t = self.table(guard);
-            let Some(m) = t.migration(guard) else {
+            let t = self.table();
+            let Some(m) = t.migration() else {
                 return;
             };
             let helped = with_layout!(self, L => m.help::<L>(t));
-            self.install_if_done(t, m, guard);
+            self.install_if_done(t, m);
             if helped == Helped::Nothing {
                 // Every chunk is claimed; wait for their owners to finish.
                 backoff.snooze();
@@ -339,6 +336,65 @@ mod tests {
         let l12 = LayoutKind::Tags12x5;
         assert!(l12.false_positive_rate_at(2, l12.sizing_load()) <= cap);
         assert!(l12.false_positive_rate_at(3, l12.sizing_load()) > cap);
+    }
+
+    /// Tables replaced by doublings stay allocated (lookups hold no pin),
+    /// bounded by the current table's size; once no writer can reach them,
+    /// those of 4 MiB or more give their pages back, after which their
+    /// words read 0 and their sealed stripes send any late read elsewhere.
+    #[test]
+    fn replaced_tables_are_kept_bounded_and_their_pages_released() {
+        let f = CuckooFilter::builder()
+            .capacity(500_000)
+            .seed(3)
+            .build()
+            .unwrap();
+        let first = f.table();
+        let keys = 2_100_000u64;
+        for k in 0..keys {
+            f.insert(&k).unwrap();
+        }
+        assert_eq!(f.generation(), 3, "three doublings");
+        let s = f.stats();
+        let retired: Vec<&Table> = f.tables.retired().collect();
+        assert_eq!(retired.len(), 3);
+        assert!(std::ptr::eq(retired[0], first));
+        let all: usize = retired
+            .iter()
+            .map(|t| t.bytes() + t.migration().map_or(0, |m| m.bytes()))
+            .sum();
+        assert_eq!(s.retired_bytes, all);
+        assert!(s.retired_bytes < s.memory_bytes, "{s:?}");
+        // The release waits for the epoch to advance past every writer
+        // pinned when the table was replaced (other tests pin too).
+        let big = retired[2];
+        assert!(big.bytes() >= crate::raw::words::HUGE_PAGE_MIN_BYTES);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while cfg!(target_os = "linux") && !big.is_released() {
+            assert!(std::time::Instant::now() < deadline, "never released");
+            epoch::pin().flush();
+            std::thread::yield_now();
+        }
+        let s = f.stats();
+        if cfg!(target_os = "linux") {
+            let words = big.buckets() * 8;
+            assert_eq!(s.retired_resident_bytes, s.retired_bytes - words, "{s:?}");
+            // Relaxed: only this thread writes now.
+            assert!(big
+                .words()
+                .iter()
+                .all(|w| w.load(crate::sync::Ordering::Relaxed) == 0));
+        }
+        // A late lookup in any replaced table never trusts what it reads
+        // there: every stripe is sealed.
+        for t in &retired {
+            for k in (0..keys).step_by(997) {
+                let at = with_layout!(f, L => t.geometry().locate::<L>(f.hash(&k)));
+                let read = with_layout!(f, L => ops::contains::<L>(t, at));
+                assert!(read == Ok(true) || read == Err(crate::raw::ops::Sealed));
+            }
+        }
+        assert!((0..keys).all(|k| f.contains(&k)));
     }
 
     /// During a doubling a saturated pair is not detected in the old table

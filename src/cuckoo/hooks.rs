@@ -5,7 +5,6 @@
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::table::StripeLock;
-use crate::sync::epoch;
 
 impl CuckooFilter {
     /// Runs `f` while holding the version stripe of `hash`'s bucket pair in
@@ -18,8 +17,7 @@ impl CuckooFilter {
     /// If the pair is sealed (its table is being replaced).
     #[doc(hidden)]
     pub fn hold_pair_stripe<R>(&self, hash: u64, f: impl FnOnce() -> R) -> R {
-        let guard = epoch::pin();
-        let t = self.table(&guard);
+        let t = self.table();
         let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
         let _held = StripeLock::acquire(t.stripe(at.i1, at.i2)).expect("pair is not sealed");
         f()

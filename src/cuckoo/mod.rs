@@ -20,6 +20,7 @@ pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
 #[cfg(all(feature = "rayon", not(loom)))]
 pub use parallel::ParInsertError;
 pub use pinned::Pinned;
+use pinned::WriterPin;
 pub use stats::Stats;
 
 use crate::error::{BuildError, InsertError};
@@ -29,7 +30,8 @@ use crate::raw::counters::Counters;
 use crate::raw::migrating::{self, Retry};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
-use crate::sync::{epoch, Backoff, Ordering};
+use crate::raw::tables::Tables;
+use crate::sync::Backoff;
 use std::fmt;
 use std::hash::Hash;
 
@@ -139,39 +141,14 @@ pub(crate) use with_layout;
 /// # Ok::<(), koel::BuildError>(())
 /// ```
 pub struct CuckooFilter {
-    /// The current table. Loaded once per operation attempt, and every
-    /// geometry value comes from that one object; growth swaps it.
-    table: epoch::Atomic<Table>,
+    /// Every table so far and the current one. The current table is loaded
+    /// once per operation attempt, and every geometry value comes from
+    /// that one object; growth replaces it.
+    tables: Tables,
     layout: LayoutKind,
     hasher: KeyHasher,
     counters: Counters,
     policy: GrowthPolicy,
-}
-
-/// Runs the single-call operation `$body` with `$guard` bound to what keeps
-/// its table alive: an epoch pin, or nothing for a [`Growth::Fixed`]
-/// filter, whose table is never replaced (so never retired) while the filter
-/// is borrowed. A macro, not a closure: the body is expanded into each
-/// branch, so both inline into the caller (a closure body was left as a
-/// call, about 30 more instructions per lookup, measured with callgrind).
-macro_rules! protected {
-    ($self:ident, $guard:ident => $body:expr) => {
-        if $self.policy.growth == Growth::Fixed {
-            // SAFETY: a `Growth::Fixed` filter never begins a migration
-            // (`grow` refuses first; the loom hook asserts it), so its
-            // table is never replaced, retired or freed before `Drop`,
-            // which needs `&mut`: every table reference loaded under this
-            // guard is valid for the operation's `&self`. With nothing
-            // retired, no code path defers a destructor on it (the
-            // unprotected guard would run one at once).
-            let $guard = unsafe { epoch::unprotected() };
-            $body
-        } else {
-            let pin = epoch::pin();
-            let $guard = &pin;
-            $body
-        }
-    };
 }
 
 impl CuckooFilter {
@@ -204,33 +181,26 @@ impl CuckooFilter {
         }
     }
 
-    /// The current table, valid while `guard` is pinned.
+    /// The current table. No pin needed: tables live until the filter
+    /// drops (see `raw/tables.rs`).
     #[inline(always)]
-    fn table<'g>(&self, guard: &'g epoch::Guard) -> &'g Table {
-        // Acquire: pairs with the Release CAS in `install_if_done`, so a
-        // successor's migrated words and geometry are visible. (The first
-        // table needs no pairing: it was stored before the filter was
-        // shared, and sharing it, e.g. spawning with an `Arc`, synchronises.)
-        let shared = self.table.load(Ordering::Acquire, guard);
-        // SAFETY: the pointer is non-null from construction until `Drop`,
-        // which has `&mut self`. A replaced table is freed through
-        // `defer_destroy` only after every guard pinned before its
-        // replacement is gone, so it outlives `guard`, which bounds the
-        // returned borrow.
-        unsafe { shared.deref() }
+    pub(crate) fn table(&self) -> &Table {
+        self.tables.current()
     }
 
-    /// Runs `f` on the current table, pinned for the duration.
+    /// What a writer holds for one operation: an epoch pin, except on a
+    /// [`Growth::Fixed`] filter, which never replaces its table.
     #[inline(always)]
-    fn with_table<R>(&self, f: impl FnOnce(&Table) -> R) -> R {
-        f(self.table(&epoch::pin()))
+    fn writer_pin(&self) -> WriterPin {
+        WriterPin::new(self.policy.growth != Growth::Fixed)
     }
 
     /// Pins the current thread once for many operations: the returned
     /// handle has the same operations as the filter, without the cost of
-    /// pinning (a full memory barrier on x86) per call. For hot loops.
+    /// pinning (a full memory barrier on x86) per insert or remove.
+    /// Lookups never pin, with or without it. For hot loops of writes.
     ///
-    /// The handle delays the reclamation of retired memory while it lives;
+    /// The handle delays the release of retired memory while it lives;
     /// drop it (or call [`Pinned::repin`]) between long batches.
     ///
     /// ```
@@ -244,7 +214,7 @@ impl CuckooFilter {
     pub fn pin(&self) -> Pinned<'_> {
         Pinned {
             filter: self,
-            guard: epoch::pin(),
+            pin: WriterPin::new(true),
         }
     }
 
@@ -253,43 +223,36 @@ impl CuckooFilter {
         &self,
         hash: u64,
         unique: bool,
-        guard: &epoch::Guard,
+        _pin: &WriterPin,
     ) -> Result<bool, InsertError> {
-        let t = self.table(guard);
-        if t.migration(guard).is_none() {
+        let t = self.table();
+        if t.migration().is_none() {
             let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
             let fast = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
             match fast {
                 Ok(inserted) => return Ok(inserted),
                 Err(failure) => {
-                    if let Some(inserted) =
-                        self.after_insert_failure(t, at, unique, failure, guard)?
-                    {
+                    if let Some(inserted) = self.after_insert_failure(t, at, unique, failure)? {
                         return Ok(inserted);
                     }
                 }
             }
         }
-        self.insert_slow(hash, unique, guard)
+        self.insert_slow(hash, unique)
     }
 
     /// `insert_in` when the table is full or migrating: grows, helps the
     /// migration, and retries on whatever table is current.
     #[cold]
     #[inline(never)]
-    fn insert_slow(
-        &self,
-        hash: u64,
-        unique: bool,
-        guard: &epoch::Guard,
-    ) -> Result<bool, InsertError> {
+    fn insert_slow(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
         let mut backoff = Backoff::default();
         // This operation's share of a migration: one chunk, and more only
         // while the successor has no room for the key yet.
         let mut helped = false;
         loop {
-            let t = self.table(guard);
-            match t.migration(guard) {
+            let t = self.table();
+            match t.migration() {
                 None => {
                     let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
                     let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
@@ -297,7 +260,7 @@ impl CuckooFilter {
                         Ok(inserted) => return Ok(inserted),
                         Err(failure @ (InsertFailure::Full { .. } | InsertFailure::Saturated)) => {
                             if let Some(inserted) =
-                                self.after_insert_failure(t, at, unique, failure, guard)?
+                                self.after_insert_failure(t, at, unique, failure)?
                             {
                                 return Ok(inserted);
                             }
@@ -307,7 +270,7 @@ impl CuckooFilter {
                             // a sealed stripe is read with Acquire). A sealed
                             // or forwarded word without one would be a
                             // corrupt table: refuse instead of spinning.
-                            if t.migration(guard).is_none() {
+                            if t.migration().is_none() {
                                 debug_assert!(
                                     false,
                                     "sealed stripe or forwarded word without a migration"
@@ -321,10 +284,10 @@ impl CuckooFilter {
                     let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, &self.counters));
                     if !helped || r == Err(Retry::NeedRoom) {
                         // Also installs the successor once all is migrated.
-                        self.help_migration(t, m, guard);
+                        self.help_migration(t, m);
                         helped = true;
                     } else {
-                        self.install_if_done(t, m, guard);
+                        self.install_if_done(t, m);
                     }
                     match r {
                         Ok(inserted) => return Ok(inserted),
@@ -336,11 +299,11 @@ impl CuckooFilter {
     }
 
     #[inline(always)]
-    pub(crate) fn contains_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
-        let t = self.table(guard);
+    pub(crate) fn contains_in(&self, hash: u64) -> bool {
+        let t = self.table();
         match with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash))) {
             Ok(found) => found,
-            Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
+            Err(Sealed) => self.read_slow(hash, |t, next, at| {
                 with_layout!(self, L => match next {
                     None => ops::contains::<L>(t, at),
                     Some(next) => migrating::contains::<L>(t, next, at),
@@ -352,24 +315,38 @@ impl CuckooFilter {
     /// A read whose pair was sealed: retries `read(table, successor, at)`
     /// on the current table until it answers. `successor` is `Some` when
     /// the table has a migration; `read` tries the plain path first.
+    ///
+    /// A migrating read's answer stands only if its table is still current
+    /// afterwards: once a replaced table's pages are released its words
+    /// read 0, which the migrating read cannot tell from an empty bucket
+    /// (see `raw/tables.rs`). A read that saw a released word also sees the
+    /// replacement, so the check below catches it.
     #[cold]
     #[inline(never)]
     fn read_slow<R>(
         &self,
         hash: u64,
-        guard: &epoch::Guard,
         read: impl Fn(&Table, Option<&Table>, crate::raw::geometry::Located) -> Result<R, Sealed>,
     ) -> R {
         let mut backoff = Backoff::default();
         loop {
-            let t = self.table(guard);
+            let t = self.table();
             let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
             if let Ok(r) = read(t, None, at) {
                 return r;
             }
-            if let Some(m) = t.migration(guard) {
+            if let Some(m) = t.migration() {
                 if let Ok(r) = read(t, Some(m.next()), at) {
-                    return r;
+                    #[cfg(loom)]
+                    if t.canary == crate::loom_support::Canary::UncheckedRetiredRead {
+                        // Deliberately broken: trusts a read that may have
+                        // met released (zeroed) words.
+                        return r;
+                    }
+                    if self.tables.is_current(t) {
+                        return r;
+                    }
+                    continue;
                 }
             }
             // The successor is sealed too: it must have been installed.
@@ -378,20 +355,20 @@ impl CuckooFilter {
     }
 
     #[inline(always)]
-    pub(crate) fn remove_in(&self, hash: u64, guard: &epoch::Guard) -> bool {
+    pub(crate) fn remove_in(&self, hash: u64, _pin: &WriterPin) -> bool {
         let mut backoff = Backoff::default();
         let mut helped = false;
         loop {
-            let t = self.table(guard);
-            let r = match t.migration(guard) {
+            let t = self.table();
+            let r = match t.migration() {
                 None => with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
                     .map_err(Retry::from),
                 Some(m) => {
                     let r = with_layout!(self, L => migrating::remove::<L>(t, m, t.geometry().locate::<L>(hash), &self.counters));
                     if helped {
-                        self.install_if_done(t, m, guard);
+                        self.install_if_done(t, m);
                     } else {
-                        self.help_migration(t, m, guard);
+                        self.help_migration(t, m);
                         helped = true;
                     }
                     r
@@ -405,11 +382,11 @@ impl CuckooFilter {
     }
 
     #[inline(always)]
-    pub(crate) fn count_in(&self, hash: u64, guard: &epoch::Guard) -> usize {
-        let t = self.table(guard);
+    pub(crate) fn count_in(&self, hash: u64) -> usize {
+        let t = self.table();
         match with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash))) {
             Ok(n) => n,
-            Err(Sealed) => self.read_slow(hash, guard, |t, next, at| {
+            Err(Sealed) => self.read_slow(hash, |t, next, at| {
                 with_layout!(self, L => match next {
                     None => ops::count::<L>(t, at),
                     Some(next) => migrating::count::<L>(t, next, at),
@@ -430,7 +407,8 @@ impl CuckooFilter {
     /// Not a stable API.
     #[doc(hidden)]
     pub fn placement(&self, hash: u64) -> (u64, usize, usize) {
-        let at = self.with_table(|t| with_layout!(self, L => t.geometry().locate::<L>(hash)));
+        let t = self.table();
+        let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
         (at.tag, at.i1, at.i2)
     }
 
@@ -480,7 +458,7 @@ impl CuckooFilter {
     /// [`insert`](Self::insert) for a hash from [`hash`](Self::hash).
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        protected!(self, guard => self.insert_in(hash, false, guard)).map(|_| ())
+        self.insert_in(hash, false, &self.writer_pin()).map(|_| ())
     }
 
     /// Adds `key` unless it is (probably) present: `Ok(true)` if this call
@@ -511,7 +489,7 @@ impl CuckooFilter {
     /// [`insert_unique`](Self::insert_unique) for a precomputed hash.
     #[inline]
     pub fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        protected!(self, guard => self.insert_in(hash, true, guard))
+        self.insert_in(hash, true, &self.writer_pin())
     }
 
     /// `false` if `key` is definitely absent, `true` if it is probably
@@ -530,7 +508,7 @@ impl CuckooFilter {
     /// [`contains`](Self::contains) for a precomputed hash.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        protected!(self, guard => self.contains_in(hash, guard))
+        self.contains_in(hash)
     }
 
     /// `contains_hash` compiled for the 16-bit layout only, without the
@@ -540,13 +518,11 @@ impl CuckooFilter {
     #[inline]
     pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
-        protected!(self, guard => {
-            let t = self.table(guard);
-            match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash)) {
-                Ok(found) => found,
-                Err(Sealed) => self.contains_in(hash, guard),
-            }
-        })
+        let t = self.table();
+        match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash)) {
+            Ok(found) => found,
+            Err(Sealed) => self.contains_in(hash),
+        }
     }
 
     /// Removes one copy of `key`; `true` if a copy was found.
@@ -571,7 +547,7 @@ impl CuckooFilter {
     /// [`remove`](Self::remove) for a precomputed hash.
     #[inline]
     pub fn remove_hash(&self, hash: u64) -> bool {
-        protected!(self, guard => self.remove_in(hash, guard))
+        self.remove_in(hash, &self.writer_pin())
     }
 
     /// Copies of `key` present (including false-positive tag collisions).
@@ -585,7 +561,7 @@ impl CuckooFilter {
     /// [`count`](Self::count) for a precomputed hash.
     #[inline]
     pub fn count_hash(&self, hash: u64) -> usize {
-        protected!(self, guard => self.count_in(hash, guard))
+        self.count_in(hash)
     }
 
     /// Items stored: inserts minus removes. Exact when no writer runs
@@ -602,7 +578,7 @@ impl CuckooFilter {
     /// Tag slots in the table (`buckets * tags_per_bucket`). The first
     /// [`InsertError::Full`] comes at about 95% of this.
     pub fn capacity(&self) -> usize {
-        self.with_table(|t| self.slots(t))
+        self.slots(self.table())
     }
 
     /// Tag slots of table `t`.
@@ -616,14 +592,12 @@ impl CuckooFilter {
     }
 
     /// Bytes of the table: bucket words plus version stripes; while the
-    /// table doubles, the old and the new table together. The old table is
-    /// freed once no thread can still be reading it.
+    /// table doubles, the old and the new table together. Tables replaced
+    /// by earlier doublings are not counted: see
+    /// [`Stats::retired_bytes`].
     pub fn memory_usage(&self) -> usize {
-        let guard = epoch::pin();
-        let t = self.table(&guard);
-        t.bytes()
-            + t.migration(&guard)
-                .map_or(0, |m| m.next().bytes() + m.bytes())
+        let t = self.table();
+        t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
     }
 
     /// Bits per tag (16 or 12).
@@ -646,16 +620,15 @@ impl CuckooFilter {
     /// `b` tags per bucket and `g` doublings so far (each doubling spends
     /// one tag bit on addressing).
     pub fn false_positive_rate(&self) -> f64 {
-        self.with_table(|t| {
-            let load = self.len() as f64 / self.slots(t) as f64;
-            self.layout
-                .false_positive_rate_at(t.geometry().generation(), load)
-        })
+        let t = self.table();
+        let load = self.len() as f64 / self.slots(t) as f64;
+        self.layout
+            .false_positive_rate_at(t.geometry().generation(), load)
     }
 
     /// Doublings so far (0 for the first table).
     pub fn generation(&self) -> u32 {
-        self.with_table(|t| t.geometry().generation())
+        self.table().geometry().generation()
     }
 
     /// The growth setting (see [`Growth`]).
@@ -676,11 +649,11 @@ impl CuckooFilter {
     /// never half done across it, and inserts that start after it returned
     /// are kept.
     pub fn clear(&self) {
-        let guard = epoch::pin();
+        let _pin = self.writer_pin();
         loop {
             // A migrating table is finished first, so one table holds all.
-            self.finish_migration(&guard);
-            if ops::clear(self.table(&guard)).is_ok() {
+            self.finish_migration();
+            if ops::clear(self.table()).is_ok() {
                 break;
             }
         }
@@ -692,9 +665,9 @@ impl CuckooFilter {
         let totals = self.counters.totals();
         let (growths, growth_refusals) = self.counters.growth_events();
         // Every size comes from the one table loaded here.
-        let guard = epoch::pin();
-        let t = self.table(&guard);
-        let migration = t.migration(&guard);
+        let t = self.table();
+        let migration = t.migration();
+        let (retired_bytes, retired_resident_bytes) = self.retired_bytes();
         {
             let len = self.len();
             let capacity = self.slots(t);
@@ -726,8 +699,24 @@ impl CuckooFilter {
                 insert_failures: totals.full,
                 validation_retries: 0,
                 cas_retries: totals.cas_retries,
+                retired_bytes,
+                retired_resident_bytes,
             }
         }
+    }
+}
+
+impl CuckooFilter {
+    /// Bytes of the tables earlier doublings replaced: `(reserved,
+    /// resident)` (see [`Stats::retired_bytes`]).
+    fn retired_bytes(&self) -> (usize, usize) {
+        self.tables.retired().fold((0, 0), |(all, resident), t| {
+            let state = t.migration().map_or(0, |m| m.bytes());
+            let stripes = t.stripe_count() * std::mem::size_of::<u64>();
+            let words = t.buckets() * std::mem::size_of::<u64>();
+            let kept = if t.is_released() { 0 } else { words };
+            (all + t.bytes() + state, resident + stripes + state + kept)
+        })
     }
 }
 
@@ -739,30 +728,6 @@ impl fmt::Debug for CuckooFilter {
             .field("fingerprint_bits", &self.fingerprint_bits())
             .field("tags_per_bucket", &self.tags_per_bucket())
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for CuckooFilter {
-    fn drop(&mut self) {
-        // SAFETY: `&mut self` proves no operation of this filter is running,
-        // and every guard an operation pinned ended with it, so no other
-        // thread can reach the table: it is ours to free now.
-        unsafe {
-            let guard = epoch::unprotected();
-            // Relaxed: `&mut self` already synchronised with every user.
-            let table = self
-                .table
-                .swap(epoch::Shared::null(), Ordering::Relaxed, guard);
-            if let Some(t) = table.as_ref() {
-                // Dropped mid-migration: the successor is owned here too.
-                // (It cannot have a successor of its own: a table grows
-                // only once it is current.)
-                if let Some(m) = t.migration(guard) {
-                    drop(Box::from_raw(m.next_ptr().cast_mut()));
-                }
-                drop(table.into_owned());
-            }
-        }
     }
 }
 

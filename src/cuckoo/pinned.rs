@@ -1,4 +1,5 @@
-//! A filter handle that keeps the thread pinned across many operations.
+//! Epoch pins for writers: one per operation ([`WriterPin`]), or one for
+//! many ([`Pinned`]).
 
 use super::CuckooFilter;
 use crate::error::InsertError;
@@ -6,17 +7,40 @@ use crate::sync::epoch;
 use std::fmt;
 use std::hash::Hash;
 
+/// What a writer holds while it may write bucket words without a stripe:
+/// an epoch pin, which keeps a table it loaded from having its pages
+/// released under it (see `raw/tables.rs`). Empty on a
+/// [`Growth::Fixed`](crate::Growth::Fixed) filter, whose table is never
+/// replaced. Writers take it as an argument so that none can forget it.
+pub(crate) struct WriterPin(Option<epoch::Guard>);
+
+impl WriterPin {
+    /// A pin if `needed`.
+    #[inline(always)]
+    pub(crate) fn new(needed: bool) -> WriterPin {
+        WriterPin(needed.then(epoch::pin))
+    }
+
+    /// Unpins and pins again (if pinned), letting retired pages go.
+    pub(crate) fn repin(&mut self) {
+        if let Some(guard) = &mut self.0 {
+            guard.repin();
+        }
+    }
+}
+
 /// The operations of a [`CuckooFilter`] under one epoch pin, from
 /// [`CuckooFilter::pin`].
 ///
-/// Every `CuckooFilter` call pins the thread (so the table it reads cannot
-/// be freed under it); pinning costs a full memory barrier, which also stops
-/// the CPU from overlapping one lookup's cache misses with the next. A
-/// `Pinned` handle pays that once. Its answers and guarantees are exactly
-/// those of the filter's own methods. It cannot be sent to another thread.
+/// Every insert or remove on a growable filter pins the thread (so that a
+/// table it writes is not released under it); pinning costs a full memory
+/// barrier. A `Pinned` handle pays that once. Lookups never pin. Its
+/// answers and guarantees are exactly those of the filter's own methods.
+/// It cannot be sent to another thread.
+#[must_use = "a Pinned handle does nothing unless its operations are called"]
 pub struct Pinned<'f> {
     pub(super) filter: &'f CuckooFilter,
-    pub(super) guard: epoch::Guard,
+    pub(super) pin: WriterPin,
 }
 
 impl Pinned<'_> {
@@ -37,7 +61,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        self.filter.insert_in(hash, false, &self.guard).map(|_| ())
+        self.filter.insert_in(hash, false, &self.pin).map(|_| ())
     }
 
     /// See [`CuckooFilter::insert_unique`].
@@ -57,7 +81,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        self.filter.insert_in(hash, true, &self.guard)
+        self.filter.insert_in(hash, true, &self.pin)
     }
 
     /// See [`CuckooFilter::contains`].
@@ -69,7 +93,7 @@ impl Pinned<'_> {
     /// See [`CuckooFilter::contains_hash`].
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.filter.contains_in(hash, &self.guard)
+        self.filter.contains_in(hash)
     }
 
     /// See [`CuckooFilter::remove`].
@@ -81,7 +105,7 @@ impl Pinned<'_> {
     /// See [`CuckooFilter::remove_hash`].
     #[inline]
     pub fn remove_hash(&self, hash: u64) -> bool {
-        self.filter.remove_in(hash, &self.guard)
+        self.filter.remove_in(hash, &self.pin)
     }
 
     /// See [`CuckooFilter::count`].
@@ -93,26 +117,18 @@ impl Pinned<'_> {
     /// See [`CuckooFilter::count_hash`].
     #[inline]
     pub fn count_hash(&self, hash: u64) -> usize {
-        self.filter.count_in(hash, &self.guard)
+        self.filter.count_in(hash)
     }
 
     /// Unpins and re-pins, letting retired memory be reclaimed; call it
     /// between long batches.
     pub fn repin(&mut self) {
-        self.guard.repin();
+        self.pin.repin();
     }
 
     /// The filter this handle operates on.
     pub fn filter(&self) -> &CuckooFilter {
         self.filter
-    }
-
-    /// Loom models only: the address of the filter's current table, as
-    /// seen under this handle's guard.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn loom_table_addr(&self) -> usize {
-        self.filter.table(&self.guard) as *const _ as usize
     }
 }
 

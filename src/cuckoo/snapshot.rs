@@ -13,7 +13,8 @@ use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::ops;
 use crate::raw::table::Table;
-use crate::sync::{epoch, AtomicU64};
+use crate::raw::tables::Tables;
+use crate::sync::AtomicU64;
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
 /// inserts may still fill empty slots while the view is held, so read them
@@ -53,11 +54,11 @@ impl CuckooFilter {
     /// *frozen*, which validating readers accept). A migration running when
     /// it is called is finished first.
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
-        let guard = epoch::pin();
+        let _pin = self.writer_pin();
         #[cfg(loom)]
-        if self.table(&guard).canary == crate::loom_support::Canary::UnfinishedSnapshot {
+        if self.table().canary == crate::loom_support::Canary::UnfinishedSnapshot {
             // Deliberately broken: no migration finished, no stripe held.
-            let t = self.table(&guard);
+            let t = self.table();
             let geo = t.geometry();
             return f(&SnapshotView {
                 layout: self.layout,
@@ -71,8 +72,8 @@ impl CuckooFilter {
         // remove, which are the only ways a tag leaves a bucket. A
         // migrating table is finished first, so one table holds every tag.
         let (t, all) = loop {
-            self.finish_migration(&guard);
-            let t = self.table(&guard);
+            self.finish_migration();
+            let t = self.table();
             if let Ok(all) = ops::hold_all(t) {
                 break (t, all);
             }
@@ -142,7 +143,7 @@ impl CuckooFilter {
         let counters = Counters::default();
         counters.set_len(i64::try_from(len).unwrap_or(i64::MAX));
         Ok(CuckooFilter {
-            table: epoch::Atomic::new(table),
+            tables: Tables::new(table),
             layout,
             hasher: KeyHasher::new(seed),
             counters,

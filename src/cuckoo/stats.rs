@@ -69,6 +69,16 @@ pub struct Stats {
     pub validation_retries: u64,
     /// Bucket CASes that lost a race and were retried.
     pub cas_retries: u64,
+    /// Bytes (address space) of the tables that earlier doublings replaced,
+    /// kept until the filter drops: lookups take no epoch pin, so one may
+    /// still be reading such a table. Each table is half the size of its
+    /// successor, so this stays below the current table's size.
+    pub retired_bytes: usize,
+    /// The part of `retired_bytes` that still holds physical memory. Once
+    /// no writer can reach a replaced table of 4 MiB or more (on Linux),
+    /// its bucket pages are returned to the OS; smaller tables (together
+    /// under 4 MiB), version stripes and migration state stay resident.
+    pub retired_resident_bytes: usize,
 }
 
 impl Stats {

@@ -29,8 +29,9 @@
 //!    bucket before its old bucket is forwarded, so the owner's plain stores
 //!    cannot overwrite anything.
 //! 4. **Finish.** The thread that completes the last chunk makes the
-//!    successor the filter's current table and retires the old one through
-//!    the epoch collector (in `cuckoo`).
+//!    successor the filter's current table (`tables.rs`). The old table
+//!    stays allocated until the filter drops; once no writer can reach
+//!    it, its bucket pages are returned to the OS.
 //!
 //! Readers never help and never wait for the migration: a key's tag is, at
 //! every moment, in an old bucket that is not forwarded, or in the
@@ -40,6 +41,7 @@ use super::bucket::Layout;
 use super::geometry::Located;
 use super::table::{try_seal, Table};
 use crate::sync::{AtomicUsize, Ordering};
+use std::ptr::NonNull;
 
 /// An old bucket whose tags now live in the successor. All lanes all-ones:
 /// the reserved tag value, so a forwarded word never matches a tag and has
@@ -60,9 +62,10 @@ const DONE: usize = 2;
 
 /// The state of one table's migration into its successor.
 pub(crate) struct Migration {
-    /// The successor. Not owned: the filter owns it (and frees it if the
-    /// filter is dropped mid-migration); it outlives this migration.
-    next: *const Table,
+    /// The successor, owned (from `Box::into_raw`, freed in `Drop`): the
+    /// first table owns the whole chain of its successors this way, so
+    /// every table a filter ever had lives until the filter is dropped.
+    next: NonNull<Table>,
     /// Per chunk: `FREE`, `CLAIMED` or `DONE`.
     chunks: Box<[AtomicUsize]>,
     /// The next chunk to offer a helper (a hint: chunks are also claimed
@@ -74,11 +77,19 @@ pub(crate) struct Migration {
     sealed: AtomicUsize,
 }
 
-// SAFETY: `next` points to a `Table`, which is `Send + Sync`; the pointer is
-// only read. Everything else is atomics.
+// SAFETY: `next` is an owned `Table` (like a `Box<Table>`), which is
+// `Send + Sync`. Everything else is atomics.
 unsafe impl Send for Migration {}
-// SAFETY: as above; shared access only reads `next` and uses atomics.
+// SAFETY: as above; shared access only hands out `&Table` and uses atomics.
 unsafe impl Sync for Migration {}
+
+impl Drop for Migration {
+    fn drop(&mut self) {
+        // SAFETY: `next` came from `Box::into_raw` in `new`, is owned by
+        // this migration alone, and `&mut self` means nothing borrows it.
+        drop(unsafe { Box::from_raw(self.next.as_ptr()) });
+    }
+}
 
 /// What a helping thread achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,14 +104,15 @@ pub(crate) enum Helped {
 
 impl Migration {
     /// The migration of `old` into `next`, which must be a zeroed table of
-    /// twice the buckets and generation + 1.
-    pub(crate) fn new(old: &Table, next: *const Table) -> Option<Migration> {
+    /// twice the buckets and generation + 1. `None` if its state cannot be
+    /// allocated.
+    pub(crate) fn new(old: &Table, next: Table) -> Option<Migration> {
         let chunk_count = old.buckets().div_ceil(CHUNK_BUCKETS);
         let mut chunks = Vec::new();
         chunks.try_reserve_exact(chunk_count).ok()?;
         chunks.extend((0..chunk_count).map(|_| AtomicUsize::new(FREE)));
         Some(Migration {
-            next,
+            next: NonNull::from(Box::leak(Box::new(next))),
             chunks: chunks.into_boxed_slice(),
             cursor: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
@@ -111,15 +123,9 @@ impl Migration {
     /// The successor table.
     #[inline(always)]
     pub(crate) fn next(&self) -> &Table {
-        // SAFETY: the successor is freed only after this migration's table
-        // (the old one) is retired and unreachable, or with the filter
-        // (`&mut`); a `&self` borrow of the migration implies neither.
-        unsafe { &*self.next }
-    }
-
-    /// The raw successor pointer (for the filter to install or free it).
-    pub(crate) fn next_ptr(&self) -> *const Table {
-        self.next
+        // SAFETY: the successor is owned by this migration and freed only
+        // in its `Drop`, which cannot run while `&self` lives.
+        unsafe { self.next.as_ref() }
     }
 
     /// Heap bytes of the migration's own state.

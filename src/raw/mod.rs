@@ -8,6 +8,8 @@
 //! * `geometry`: hash to tag and candidate buckets;
 //! * `words`: fallible zeroed allocation of the bucket array;
 //! * `table`: buckets, version stripes, the stripe lock;
+//! * `tables`: the chain of a filter's tables, kept until it drops (why
+//!   lookups need no epoch pin);
 //! * `ops`: contains / count / insert / remove;
 //! * `path`: displacement (bounded BFS search, then commit from the far end);
 //! * `room`: the full hint that spares a table at its growth cap the search;
@@ -49,4 +51,5 @@ pub(crate) mod ops;
 pub(crate) mod path;
 pub(crate) mod room;
 pub(crate) mod table;
+pub(crate) mod tables;
 pub(crate) mod words;

@@ -18,8 +18,8 @@
 use super::geometry::Geometry;
 use super::migrate::Migration;
 use super::room::RoomHint;
-use super::words::{AllocError, HugePages, Words};
-use crate::sync::{epoch, fence, AtomicU64, AtomicUsize, Backoff, Ordering};
+use super::words::{AllocError, HugePages, Release, Words};
+use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The value of a sealed stripe: odd, and beyond any version a stripe
 /// reaches by counting (2^62 holds at one per nanosecond take 146 years).
@@ -53,9 +53,9 @@ pub(crate) struct Table {
     stripe_mask: usize,
     geo: Geometry,
     /// The migration into this table's doubled successor, once growth has
-    /// begun (null before). Published once, never replaced; freed with the
-    /// table.
-    migration: epoch::Atomic<Migration>,
+    /// begun (null before). Published once, never replaced; owned by this
+    /// table (it owns the successor in turn) and freed with it.
+    migration: AtomicPtr<Migration>,
     /// 1 while a thread allocates the successor (so only one does).
     growth_claim: AtomicUsize,
     /// Whether an insert that finds its buckets full may skip the search.
@@ -84,7 +84,7 @@ impl Table {
             stripes: stripes.into_boxed_slice(),
             stripe_mask: stripe_count - 1,
             geo,
-            migration: epoch::Atomic::null(),
+            migration: AtomicPtr::new(std::ptr::null_mut()),
             growth_claim: AtomicUsize::new(0),
             room: RoomHint::new(),
             #[cfg(loom)]
@@ -94,13 +94,13 @@ impl Table {
 
     /// The migration into this table's successor, if growth has begun.
     #[inline(always)]
-    pub(crate) fn migration<'g>(&self, guard: &'g epoch::Guard) -> Option<&'g Migration> {
+    pub(crate) fn migration(&self) -> Option<&Migration> {
         // Acquire: pairs with the Release CAS in `begin_migration`, so the
         // successor table and the migration's fields are initialised.
-        let m = self.migration.load(Ordering::Acquire, guard);
-        // SAFETY: a published migration is never replaced and is freed only
-        // with this table (`Drop`), which the caller's guard keeps alive
-        // (tables are retired through the epoch collector).
+        let m = self.migration.load(Ordering::Acquire);
+        // SAFETY: a published migration came from `Box::into_raw`, is never
+        // replaced, and is freed only in this table's `Drop`, which cannot
+        // run while `&self` lives.
         unsafe { m.as_ref() }
     }
 
@@ -128,24 +128,33 @@ impl Table {
 
     /// Publishes `m` as this table's migration; `Err(m)` if another thread
     /// published one first.
-    pub(crate) fn begin_migration(
-        &self,
-        m: Box<Migration>,
-        guard: &epoch::Guard,
-    ) -> Result<(), Box<Migration>> {
+    pub(crate) fn begin_migration(&self, m: Box<Migration>) -> Result<(), Box<Migration>> {
+        let m = Box::into_raw(m);
         // Release: pairs with the Acquire load in `migration`, publishing
         // the successor's zeroed words and the migration's state. AcqRel
         // would add nothing: the loser learns only that it lost.
         self.migration
             .compare_exchange(
-                epoch::Shared::null(),
-                epoch::Owned::from(m),
+                std::ptr::null_mut(),
+                m,
                 Ordering::Release,
                 Ordering::Relaxed,
-                guard,
             )
             .map(|_| ())
-            .map_err(|e| e.new.into_box())
+            // SAFETY: `m` came from `Box::into_raw` above and, the CAS
+            // having failed, was never published.
+            .map_err(|_| unsafe { Box::from_raw(m) })
+    }
+
+    /// A handle that returns this table's bucket pages to the OS (see
+    /// [`Release`]), for a retired table; `None` if they stay resident.
+    pub(crate) fn release_handle(&self) -> Option<Release> {
+        self.words.release_handle()
+    }
+
+    /// Whether this table's bucket pages were returned to the OS.
+    pub(crate) fn is_released(&self) -> bool {
+        self.words.is_released()
     }
 
     /// Number of bucket words.
@@ -323,21 +332,14 @@ pub(crate) fn try_seal(stripe: &AtomicU64) -> bool {
 
 impl Drop for Table {
     fn drop(&mut self) {
-        #[cfg(loom)]
-        crate::loom_support::mark_freed(self as *const Table as usize);
-        // SAFETY: `&mut self`: no other thread can reach this table, so no
-        // guard is needed to take its migration. The migration does not own
-        // the successor (the filter does), so freeing it frees only the
-        // migration's own state.
-        unsafe {
-            let m = self.migration.swap(
-                epoch::Shared::null(),
-                Ordering::Relaxed,
-                epoch::unprotected(),
-            );
-            if !m.is_null() {
-                drop(m.into_owned());
-            }
+        // Relaxed: `&mut self`, no other thread can reach this table.
+        let m = self.migration.load(Ordering::Relaxed);
+        if !m.is_null() {
+            // SAFETY: a published migration came from `Box::into_raw` and
+            // is owned by this table; `&mut self` means nothing borrows it.
+            // Dropping it drops the successor it owns, and so on down the
+            // chain of later tables.
+            drop(unsafe { Box::from_raw(m) });
         }
     }
 }

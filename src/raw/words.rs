@@ -58,22 +58,43 @@ pub(crate) enum HugePages {
 }
 
 #[cfg(not(loom))]
-pub(crate) use std_words::Words;
+pub(crate) use std_words::{Release, Words};
 
 #[cfg(not(loom))]
 mod std_words {
     use super::{AllocError, AtomicU64, HugePages};
     use std::alloc::{alloc_zeroed, dealloc, Layout};
     use std::ptr::NonNull;
+    #[cfg(target_os = "linux")]
+    use std::sync::Arc;
 
     /// Where the words live, so `Drop` frees them the same way.
     enum Backing {
         /// `alloc_zeroed` with `heap_layout(len)`.
         Heap,
-        /// An anonymous mapping of `len` bytes from `base` (which may start
-        /// before the words: alignment slack).
+        /// An anonymous mapping, shared with a pending [`Release`] so that
+        /// it stays mapped until both are gone (it unmaps itself on drop).
         #[cfg(target_os = "linux")]
-        Mapped { base: NonNull<u8>, len: usize },
+        Mapped(Arc<super::linux::Mapping>),
+    }
+
+    /// The right to return a retired table's physical pages to the OS,
+    /// taken from [`Words::release_handle`] and run later (`Send +
+    /// 'static`, for the epoch collector). It keeps the memory mapped
+    /// until it has run, even if the table is dropped first.
+    pub(crate) struct Release {
+        #[cfg(target_os = "linux")]
+        mapping: Arc<super::linux::Mapping>,
+    }
+
+    impl Release {
+        /// Returns the pages: every word reads 0 from now on. The caller
+        /// guarantees that no thread writes these words any more (reads
+        /// are fine: they see zeros).
+        pub(crate) fn run(self) {
+            #[cfg(target_os = "linux")]
+            self.mapping.release();
+        }
     }
 
     /// An owned, zero-initialised `[AtomicU64]` from a fallible allocation.
@@ -120,11 +141,8 @@ mod std_words {
                 return super::linux::map_zeroed(layout.size()).map(|m| Words {
                     ptr: m.words,
                     len,
-                    backing: Backing::Mapped {
-                        base: m.base,
-                        len: m.len,
-                    },
                     huge_pages: m.huge_pages,
+                    backing: Backing::Mapped(Arc::new(m)),
                 });
             }
             // SAFETY: the layout has a non-zero size, checked just above.
@@ -163,6 +181,29 @@ mod std_words {
         pub(crate) fn huge_pages(&self) -> HugePages {
             self.huge_pages
         }
+
+        /// A handle that returns these words' physical pages to the OS
+        /// when run; `None` if they cannot be returned (heap words: under
+        /// [`HUGE_PAGE_MIN_BYTES`](super::HUGE_PAGE_MIN_BYTES), or not
+        /// Linux), which then stay resident until dropped.
+        pub(crate) fn release_handle(&self) -> Option<Release> {
+            match &self.backing {
+                Backing::Heap => None,
+                #[cfg(target_os = "linux")]
+                Backing::Mapped(mapping) => Some(Release {
+                    mapping: Arc::clone(mapping),
+                }),
+            }
+        }
+
+        /// Whether a [`Release`] of these words has run.
+        pub(crate) fn is_released(&self) -> bool {
+            match &self.backing {
+                Backing::Heap => false,
+                #[cfg(target_os = "linux")]
+                Backing::Mapped(mapping) => mapping.is_released(),
+            }
+        }
     }
 
     impl Drop for Words {
@@ -177,13 +218,9 @@ mod std_words {
                     // layout and is freed exactly once, here.
                     unsafe { dealloc(self.ptr.as_ptr().cast(), layout) };
                 }
+                // The mapping unmaps itself once a pending release is gone too.
                 #[cfg(target_os = "linux")]
-                Backing::Mapped { base, len } => {
-                    // SAFETY: `base..base + len` is the mapping made by
-                    // `map_zeroed`, unmapped exactly once, here; no borrow
-                    // of the words outlives `self`.
-                    unsafe { super::linux::unmap(base, len) };
-                }
+                Backing::Mapped(_) => {}
             }
         }
     }
@@ -194,17 +231,71 @@ mod std_words {
 #[cfg(all(target_os = "linux", not(loom)))]
 mod linux {
     use super::{AllocError, AtomicU64, HugePages};
+    use crate::sync::StatBool;
     use std::ptr::NonNull;
 
     /// The size and alignment of a transparent huge page on x86_64 and
     /// (with 4 KiB base pages) aarch64.
     const HUGE_PAGE: usize = 2 << 20;
 
-    pub(super) struct Mapping {
-        pub(super) base: NonNull<u8>,
-        pub(super) len: usize,
+    /// An anonymous mapping holding a table's words; unmapped on drop.
+    pub(crate) struct Mapping {
+        base: NonNull<u8>,
+        len: usize,
         pub(super) words: NonNull<AtomicU64>,
+        /// Bytes of words from `words` (the rest of `len` is slack).
+        bytes: usize,
         pub(super) huge_pages: HugePages,
+        /// Whether `release` ran (for statistics only).
+        released: StatBool,
+    }
+
+    // SAFETY: the mapping is plain memory owned by this value; the words
+    // in it are atomics, shared as `&[AtomicU64]` only.
+    unsafe impl Send for Mapping {}
+    // SAFETY: as above; `&Mapping` only reads its fields and `madvise`s.
+    unsafe impl Sync for Mapping {}
+
+    impl Mapping {
+        /// Returns the words' physical pages to the OS
+        /// (`madvise(MADV_DONTNEED)`): on a private anonymous mapping every
+        /// later read of them gives 0, and the address range stays ours.
+        pub(super) fn release(&self) {
+            let page = page_size();
+            let whole_pages = self.bytes.div_ceil(page) * page;
+            // SAFETY: `words` is page-aligned (2 MiB) and `whole_pages`
+            // bytes from it lie inside this live mapping (the last page's
+            // tail is alignment slack: `words` starts less than 2 MiB into a
+            // mapping 2 MiB longer than the words). DONTNEED changes
+            // contents (to zeros), never validity: the caller guarantees no
+            // thread writes the words any more, and concurrent atomic reads
+            // of the range are defined (they see old values or zeros).
+            // Failure (only for invalid arguments) leaves the pages in.
+            unsafe { libc::madvise(self.words.as_ptr().cast(), whole_pages, libc::MADV_DONTNEED) };
+            self.released
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+
+        pub(super) fn is_released(&self) -> bool {
+            self.released.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    impl Drop for Mapping {
+        fn drop(&mut self) {
+            // SAFETY: `base..base + len` is the mapping made by
+            // `map_zeroed`, unmapped exactly once, here; the words are
+            // borrowed only through `Words` and `Release`, which hold this
+            // value and are gone.
+            unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+        }
+    }
+
+    /// The OS page size.
+    fn page_size() -> usize {
+        // SAFETY: sysconf reads a constant of the system.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size).unwrap_or(4096).max(1)
     }
 
     /// `bytes` zeroed bytes starting at a 2 MiB boundary, advised for huge
@@ -245,20 +336,10 @@ mod linux {
             base,
             len,
             words: start.cast::<AtomicU64>(),
+            bytes,
             huge_pages,
+            released: StatBool::new(false),
         })
-    }
-
-    /// Unmaps a mapping from [`map_zeroed`].
-    ///
-    /// # Safety
-    ///
-    /// `base` and `len` are those of one `Mapping`, not yet unmapped, and
-    /// nothing borrows its memory any more.
-    pub(super) unsafe fn unmap(base: NonNull<u8>, len: usize) {
-        // SAFETY: the caller guarantees a live, unborrowed mapping. A
-        // failure (only for invalid arguments) would leak, never corrupt.
-        unsafe { libc::munmap(base.as_ptr().cast(), len) };
     }
 
     /// Whether advised memory gets huge pages: the system-wide mode is
@@ -282,14 +363,30 @@ mod linux {
 }
 
 #[cfg(loom)]
-pub(crate) use loom_words::Words;
+pub(crate) use loom_words::{Release, Words};
 
 #[cfg(loom)]
 mod loom_words {
     use super::{AllocError, AtomicU64};
+    use crate::sync::Ordering;
+    use std::sync::Arc;
 
-    /// Under loom the words are tracked objects, built one by one.
-    pub(crate) struct Words(Box<[AtomicU64]>);
+    /// Under loom the words are tracked objects, built one by one, shared
+    /// with a pending [`Release`].
+    pub(crate) struct Words(Arc<[AtomicU64]>);
+
+    /// Under loom, returning the pages is modelled by a thread that stores
+    /// 0 into every word (Release, as the kernel's page-table change is
+    /// ordered after everything the releasing thread did before).
+    pub(crate) struct Release(Arc<[AtomicU64]>);
+
+    impl Release {
+        pub(crate) fn run(self) {
+            for w in self.0.iter() {
+                w.store(0, Ordering::Release);
+            }
+        }
+    }
 
     impl Words {
         pub(crate) fn zeroed(len: usize) -> Result<Self, AllocError> {
@@ -297,7 +394,16 @@ mod loom_words {
             v.try_reserve_exact(len)
                 .map_err(|_| AllocError { bytes: len * 8 })?;
             v.extend((0..len).map(|_| AtomicU64::new(0)));
-            Ok(Words(v.into_boxed_slice()))
+            Ok(Words(v.into()))
+        }
+
+        /// Every loom table's words can be "released" (zeroed).
+        pub(crate) fn release_handle(&self) -> Option<Release> {
+            Some(Release(Arc::clone(&self.0)))
+        }
+
+        pub(crate) fn is_released(&self) -> bool {
+            false
         }
 
         pub(crate) fn as_slice(&self) -> &[AtomicU64] {
