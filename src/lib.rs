@@ -106,10 +106,10 @@
 //! ## Performance
 //!
 //! `contains` touches two cache lines (the two candidate buckets) plus one
-//! version stripe (a small, cache-resident array). Every call of a filter
-//! that may grow pins the epoch collector, a full barrier on x86 that keeps
-//! the CPU from overlapping one call's cache misses with the next (a
-//! [`Growth::Fixed`] filter skips it: its table never changes); in loops use
+//! version stripe (a small, cache-resident array), and takes no lock and no
+//! epoch pin, on every filter. Inserts and removes of a filter that may
+//! grow pin the epoch collector, a full barrier on x86 (a [`Growth::Fixed`]
+//! filter skips it: its table never changes); in loops of writes use
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. BENCHMARKS.md has measured numbers against other filters.

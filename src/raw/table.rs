@@ -79,6 +79,10 @@ impl Table {
                 bytes: stripe_count * 8,
             })?;
         stripes.extend((0..stripe_count).map(|_| AtomicU64::new(0)));
+        assert!(
+            stripe_count.is_power_of_two(),
+            "`stripe` masks with len - 1"
+        );
         Ok(Table {
             words,
             stripes: stripes.into_boxed_slice(),
@@ -233,7 +237,11 @@ impl Table {
     /// The version stripe guarding the pair `{i, j}` (symmetric).
     #[inline(always)]
     pub(crate) fn stripe(&self, i: usize, j: usize) -> &AtomicU64 {
-        &self.stripes[i.min(j) & self.stripe_mask]
+        let s = i.min(j) & self.stripe_mask;
+        // SAFETY: `new` sets `stripe_mask` to `stripes.len() - 1` with a
+        // power-of-two length, and neither field changes afterwards, so
+        // `s < stripes.len()`. (Spares the lookup a bounds check.)
+        unsafe { self.stripes.get_unchecked(s) }
     }
 
     /// Number of version stripes.
