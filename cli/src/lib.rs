@@ -6,17 +6,19 @@
 //! as one line.
 
 pub mod advise;
+pub mod args;
 pub mod build;
+pub mod chain;
 pub mod dedup;
 pub mod filter_file;
 pub mod filters;
 pub mod human;
 pub mod info;
+pub mod input;
 pub mod keys;
 pub mod latency;
 pub mod output;
 pub mod parse;
-pub mod plot;
 pub mod progress;
 pub mod query;
 pub mod stress;
@@ -30,25 +32,6 @@ pub enum Outcome {
     /// Exit 1: the command ran, and its check failed (stress saw a false
     /// negative).
     CheckFailed,
-}
-
-/// Fails early, before long work, if `path` cannot be written as an
-/// output file (see [`output`]); creates and changes nothing.
-///
-/// # Errors
-///
-/// `path` is not a regular file, or its directory is not writable (one
-/// line, naming it).
-pub fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
-    output::check(path)
-}
-
-/// `--threads`, or the number of cores.
-pub fn threads(arg: Option<u32>) -> usize {
-    match arg {
-        Some(t) => t as usize,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    }
 }
 
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).

@@ -9,7 +9,7 @@ Examples:
   koel stress                         # 10-second concurrency stress test with a correctness check
   koel dedup events.log > unique.log  # drop repeated records, keep input order
   koel advise --items 10M --fpr 1e-3 --deletes   # which filter, how big
-  koel build --input keys.txt --output keys.koel && koel query keys.koel some-key
+  koel build keys.txt -o keys.koel && koel query keys.koel some-key
   koel help stress                    # the options of one command
 
 Exit status: 0 on success, 1 when a check fails (stress saw a false negative;

@@ -38,7 +38,7 @@ pub struct Args {
 ///
 /// The file cannot be loaded, or stdin or stdout fail.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let filter = crate::build::load_any(&args.file)?;
+    let filter = crate::filter_file::open(&args.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut answer = |key: &[u8]| -> anyhow::Result<bool> {
         let hit = filter.contains_hash(filter.hash_bytes(key));

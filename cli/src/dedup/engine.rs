@@ -11,40 +11,13 @@
 
 use super::exact::ExactSet;
 use crate::filters::CliFilter;
+use crate::input::KeySpec;
 use anyhow::{anyhow, Context};
 use koel::InsertError;
 use std::io::{Read, Write};
 use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Where the key of a record is.
-#[derive(Clone, Copy, Debug)]
-pub struct KeySpec {
-    /// The 1-based field holding the key, or the whole line.
-    pub field: Option<usize>,
-    /// Field delimiter.
-    pub delimiter: u8,
-    /// Strip one trailing `\r` (CRLF line ends) before finding the key:
-    /// `build`'s key lists, so that they match `query`'s. `dedup` keeps it:
-    /// a record and its key are bytes, CR included.
-    pub strip_cr: bool,
-}
-
-impl KeySpec {
-    /// The key of `line`, or `None` if it has fewer fields than `field`.
-    #[inline]
-    pub fn key<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
-        let line = match line {
-            [rest @ .., b'\r'] if self.strip_cr => rest,
-            _ => line,
-        };
-        match self.field {
-            None => Some(line),
-            Some(k) => line.split(|&b| b == self.delimiter).nth(k - 1),
-        }
-    }
-}
 
 /// How to run.
 #[derive(Clone, Copy, Debug)]

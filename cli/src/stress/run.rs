@@ -2,8 +2,8 @@
 //! timeline, and the final sweep.
 
 use super::check::{CheckReport, Truth};
+use super::mix::Mix;
 use super::report::{GrowthEvent, OpReport, StressReport, TimelinePoint};
-use super::Mix;
 use crate::filters::CliFilter;
 use crate::keys::{key_bytes, mix64, FastRng, KeyDist, KeyGen};
 use crate::latency::Latency;
