@@ -75,18 +75,11 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             let bits = fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
             Box::new(filters::build_cuckoo(expected, bits, seed)?)
         }
-        FileKind::Bloom => {
-            let items = usize::try_from(expected)?;
-            let mut b = BloomFilter::builder()
-                .capacity(items)
-                .false_positive_rate(fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE));
-            if let Some(seed) = seed {
-                b = b.seed(seed);
-            }
-            Box::new(b.build().map_err(|e| {
-                anyhow::anyhow!("cannot build a Bloom filter for {expected} items: {e}")
-            })?)
-        }
+        FileKind::Bloom => Box::new(filters::build_bloom(
+            expected,
+            fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE),
+            seed,
+        )?),
     };
     let filter = filter.as_ref();
     let options = Options {
@@ -95,11 +88,12 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         // its stdin lines too.
         key: args.input.key(true),
         chunk_bytes: 1 << 20,
+        exact: None,
     };
     let start = Instant::now();
     // The dedup pipeline with its output thrown away: every distinct key
     // inserted once, on all threads.
-    let totals = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
+    let (totals, _) = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
     filter
         .save_to(&args.output)
         .with_context(|| format!("cannot save {}", args.output.display()))?;

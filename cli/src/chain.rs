@@ -449,11 +449,7 @@ mod tests {
         for bits in [16, 12] {
             let chain = FilterChain::new(10_000, bits, Some(5), 1e-2).unwrap();
             let first = &chain.first.filter;
-            let mut h = 0x0123_4567_89AB_CDEFu64;
-            for _ in 0..100_000 {
-                h = h
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+            for h in (0..100_000).map(crate::keys::mix64) {
                 assert_eq!(
                     tag_of(h, bits),
                     first.placement(h).0,

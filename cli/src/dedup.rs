@@ -4,7 +4,7 @@
 mod engine;
 mod exact;
 
-pub use engine::{run, run_exact, ExactTotals, Options, Totals};
+pub use engine::{run, ExactTotals, Options, Totals};
 pub use exact::ExactSet;
 
 use crate::args::{RunArgs, SizeArgs};
@@ -159,6 +159,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         threads,
         key: args.input.key(false),
         chunk_bytes,
+        exact: args.exact.then(|| filter.seed()),
     };
     if args.run.quiet {
         progress::hide();
@@ -169,20 +170,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     );
     let fpr_before = filter.false_positive_rate();
     let start = Instant::now();
-    let progress = |n| bar.inc(n);
-    let result = if args.exact {
-        run_exact(
-            &filter,
-            &mut inputs,
-            &mut output,
-            options,
-            filter.seed(),
-            &progress,
-        )
-        .map(|(totals, exact)| (totals, Some(exact)))
-    } else {
-        run(&filter, &mut inputs, &mut output, options, &progress).map(|t| (t, None))
-    };
+    let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
     let (totals, exact) = match result.and_then(|t| {
         output.flush().context("cannot write the output")?;

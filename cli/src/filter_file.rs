@@ -328,12 +328,16 @@ fn read_framing(path: &Path) -> Result<Opened, FileProblem> {
             path.display()
         )));
     }
-    let mut head = [0u8; CHAIN_HEADER_LEN as usize];
-    let got = read_full(&mut file, &mut head).map_err(|e| unreadable(path, e))?;
-    if got < CHAIN_MAGIC.len() || &head[..8] != CHAIN_MAGIC {
+    let mut head = Vec::with_capacity(CHAIN_HEADER_LEN as usize);
+    (&mut file)
+        .take(CHAIN_HEADER_LEN)
+        .read_to_end(&mut head)
+        .map_err(|e| unreadable(path, e))?;
+    let got = head.len();
+    if !head.starts_with(CHAIN_MAGIC) {
         return Ok(Opened::Single);
     }
-    if got < head.len() {
+    if got < CHAIN_HEADER_LEN as usize {
         return Err(FileProblem::Invalid(format!(
             "truncated chain header: {got} of {CHAIN_HEADER_LEN} bytes"
         )));
@@ -420,20 +424,6 @@ impl ChainReader {
             .map_err(|e| unreadable(path, e))?
             .is_empty())
     }
-}
-
-/// Reads until `buf` is full or the input ends; the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]

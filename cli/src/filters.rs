@@ -260,18 +260,27 @@ pub fn build_cuckoo(
         .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))
 }
 
-/// The Bloom filter rate matching a cuckoo layout's: what the cuckoo
-/// filter reaches at full load with `fingerprint_bits`-bit tags.
-fn bloom_fpr(fingerprint_bits: u32) -> f64 {
-    if fingerprint_bits == 12 {
-        2.4e-3
-    } else {
-        1.2e-4
+/// A Bloom filter for `capacity` items at `fpr`.
+///
+/// # Errors
+///
+/// A build error (zero or absurd capacity, allocation refused) as one line.
+pub fn build_bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
+    let items = usize::try_from(capacity)
+        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
+    let mut builder = BloomFilter::builder()
+        .capacity(items)
+        .false_positive_rate(fpr);
+    if let Some(seed) = seed {
+        builder = builder.seed(seed);
     }
+    builder
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}"))
 }
 
-/// Builds the filter `kind` for `capacity` items (a Bloom filter at the
-/// rate of the cuckoo layout `fingerprint_bits`).
+/// Builds the filter `kind` for `capacity` items; a Bloom filter gets the
+/// rate the cuckoo layout `fingerprint_bits` reaches at full load.
 ///
 /// # Errors
 ///
@@ -282,23 +291,21 @@ pub fn build(
     fingerprint_bits: u32,
     seed: Option<u64>,
 ) -> anyhow::Result<Box<dyn CliFilter>> {
-    if kind == KindArg::Bloom {
-        let mut builder = BloomFilter::builder()
-            .capacity(capacity)
-            .false_positive_rate(bloom_fpr(fingerprint_bits));
-        if let Some(seed) = seed {
-            builder = builder.seed(seed);
-        }
-        let bloom = builder.build().map_err(|e| {
-            anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}")
-        })?;
-        return Ok(Box::new(bloom));
-    }
-    let cuckoo = build_cuckoo(capacity as u64, fingerprint_bits, seed)?;
+    let capacity = capacity as u64;
     Ok(match kind {
-        KindArg::Bloom => unreachable!("built above"),
-        KindArg::Cuckoo => Box::new(cuckoo),
-        KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo, 1000)),
+        KindArg::Bloom => {
+            let fpr = if fingerprint_bits == 12 {
+                2.4e-3
+            } else {
+                1.2e-4
+            };
+            Box::new(build_bloom(capacity, fpr, seed)?)
+        }
+        KindArg::Cuckoo => Box::new(build_cuckoo(capacity, fingerprint_bits, seed)?),
+        KindArg::LossyTestDouble => Box::new(LossyFilter::new(
+            build_cuckoo(capacity, fingerprint_bits, seed)?,
+            1000,
+        )),
     })
 }
 

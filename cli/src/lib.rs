@@ -47,6 +47,19 @@ impl Outcome {
     }
 }
 
+/// How `program` (`koel`, `koel-lab`) ends with a command's `result`:
+/// the outcome's status, or the error on one line of stderr (`{:#}`: its
+/// whole context chain) and [`EXIT_ERROR`].
+pub fn exit(program: &str, result: anyhow::Result<Outcome>) -> std::process::ExitCode {
+    match result {
+        Ok(outcome) => std::process::ExitCode::from(outcome.code()),
+        Err(e) => {
+            eprintln!("{program}: error: {e:#}");
+            std::process::ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
 /// How `program` (`koel`, `koel-lab`) reports a clap error: help and
 /// version go to stdout as usual; a usage error becomes one line on
 /// stderr (clap's first line, which names the flag and the problem).

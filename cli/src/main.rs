@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{advise, build, dedup, info, query, stress, usage_error, verify, EXIT_ERROR};
+use koel_cli::{advise, build, dedup, exit, info, query, stress, usage_error, verify};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -65,14 +65,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::main(args),
         Command::Advise(args) => advise::main(args),
     };
-    match result {
-        Ok(outcome) => ExitCode::from(outcome.code()),
-        Err(e) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("koel: error: {e:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
+    exit("koel", result)
 }
 
 /// A reader that goes away (`koel info f.koel | head -1`) ends every

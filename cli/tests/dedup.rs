@@ -315,6 +315,7 @@ fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
             strip_cr: false,
         },
         chunk_bytes: 1024,
+        exact: None,
     };
     let err = dedup::run(&filter, &mut input.as_bytes(), &mut out, options, &|_| {}).unwrap_err();
     let msg = format!("{err:#}");

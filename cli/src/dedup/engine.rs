@@ -28,6 +28,11 @@ pub struct Options {
     pub key: KeySpec,
     /// Bytes per chunk (a line longer than this makes its chunk longer).
     pub chunk_bytes: usize,
+    /// `dedup --exact`: every key the filter takes for a duplicate is
+    /// confirmed against an exact set of key hashes seeded with this (see
+    /// the `exact` module), so the output is exactly the first record of
+    /// each key.
+    pub exact: Option<u64>,
 }
 
 /// Counts of a finished run.
@@ -41,12 +46,12 @@ pub struct Totals {
     pub records_out: u64,
     /// Records without the key field, passed through unchanged.
     pub missing_field: u64,
-    /// Records that `insert_unique` reported new (with [`run_exact`],
-    /// plus the filter's false positives that the exact set caught).
+    /// Records that `insert_unique` reported new (with
+    /// [`Options::exact`], plus the filter's false positives that the exact set caught).
     pub new_keys: u64,
 }
 
-/// What the exact sets of [`run_exact`] held at the end.
+/// What the exact sets of [`Options::exact`] held at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExactTotals {
     /// Distinct keys.
@@ -256,48 +261,21 @@ struct Verdict {
 const DEPTH: usize = 4;
 
 /// Dedups `input` into `output` with `filter`. `progress` is called with
-/// the bytes of each chunk read.
+/// the bytes of each chunk read. With [`Options::exact`], what the exact
+/// sets held comes back too.
 ///
 /// # Errors
 ///
-/// Reading or writing failed, or the filter is full; the message says which.
+/// Reading or writing failed, or the filter is full, or (with
+/// [`Options::exact`]) no memory is left for the exact set; the message
+/// says which.
 pub fn run<F: CliFilter + ?Sized>(
     filter: &F,
     input: &mut (dyn Read + Send),
     output: &mut (dyn Write + Send),
     options: Options,
     progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<Totals> {
-    run_with(filter, input, output, options, None, progress).map(|(totals, _)| totals)
-}
-
-/// [`run`] losing nothing (`dedup --exact`): every key the filter takes
-/// for a duplicate is confirmed against an exact set of key hashes
-/// (seeded with `exact_seed`; see the `exact` module), so the output is
-/// exactly the first record of each key.
-///
-/// # Errors
-///
-/// As [`run`], and running out of memory for the exact set.
-pub fn run_exact<F: CliFilter + ?Sized>(
-    filter: &F,
-    input: &mut (dyn Read + Send),
-    output: &mut (dyn Write + Send),
-    options: Options,
-    exact_seed: u64,
-    progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<(Totals, ExactTotals)> {
-    run_with(filter, input, output, options, Some(exact_seed), progress)
-}
-
-fn run_with<F: CliFilter + ?Sized>(
-    filter: &F,
-    input: &mut (dyn Read + Send),
-    output: &mut (dyn Write + Send),
-    options: Options,
-    exact_seed: Option<u64>,
-    progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<(Totals, ExactTotals)> {
+) -> anyhow::Result<(Totals, Option<ExactTotals>)> {
     let threads = options.threads.max(1);
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -310,7 +288,7 @@ fn run_with<F: CliFilter + ?Sized>(
             to_workers.push(chunk_tx);
             verdicts.push(verdict_rx);
             workers.push(scope.spawn(move || {
-                let exact = exact_seed.map(ExactSet::new);
+                let exact = options.exact.map(ExactSet::new);
                 work(filter, j, threads, options.key, exact, chunk_rx, verdict_tx)
             }));
         }
@@ -352,7 +330,7 @@ fn run_with<F: CliFilter + ?Sized>(
         totals.records_out = written.records_out;
         totals.missing_field = written.missing_field;
         totals.new_keys = written.new_keys;
-        Ok((totals, exact))
+        Ok((totals, options.exact.map(|_| exact)))
     })
 }
 
