@@ -118,15 +118,10 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         HumanCount(totals.records_in - totals.missing_field),
         start.elapsed().as_secs_f64()
     );
-    let load = match (snap.load_factor, snap.slots) {
-        (Some(load), Some(slots)) => format!(
-            ", load {:.1}% of {} slots, generation {}",
-            load * 100.0,
-            HumanCount(slots as u64),
-            snap.generation
-        ),
-        _ => String::new(),
-    };
+    let mut load = snap.load_text();
+    if args.kind == FileKind::Cuckoo {
+        load += &format!(", generation {}", snap.generation);
+    }
     println!(
         "  {}: {} ({}){load}, FPR {:.1e}",
         args.output.display(),

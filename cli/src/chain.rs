@@ -93,7 +93,7 @@ impl FilterChain {
     }
 
     /// A chain of loaded `filters` (at least one, hashing alike, as
-    /// [`crate::filter_file::load`] returns them), which may not grow.
+    /// `filter_file::load` returns them), which may not grow.
     pub fn from_filters(filters: Vec<CuckooFilter>, budget: f64) -> Self {
         let (seed, bits) = (filters[0].seed(), filters[0].fingerprint_bits());
         let stages = filters

@@ -285,16 +285,10 @@ fn summary(
         t.bytes_in as f64 / secs.max(1e-9) / 1e6,
         human::rate(t.records_in as f64 / secs.max(1e-9)),
     );
-    s += &format!("  filter: {}", filter.describe());
-    if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
-        s += &format!(
-            ", load {:.1}% of {} slots",
-            load * 100.0,
-            HumanCount(slots as u64)
-        );
-    }
     s += &format!(
-        ", {}, growth events {}\n",
+        "  filter: {}{}, {}, growth events {}\n",
+        filter.describe(),
+        snap.load_text(),
         HumanBytes(snap.memory_bytes as u64),
         snap.generation
     );

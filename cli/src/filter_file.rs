@@ -175,7 +175,12 @@ pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
     match read_framing(path)? {
         Opened::Single => load_single(path),
         Opened::Chain(mut chain) => {
-            let filters = chain.each(path, |r| CuckooFilter::read_from(r))?;
+            // At most MAX_CHAIN_FILTERS, checked against the file's length.
+            let mut filters = Vec::with_capacity(chain.count as usize);
+            chain.walk(path, |r, _| {
+                filters.push(CuckooFilter::read_from(r)?);
+                Ok(true)
+            })?;
             check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
                 .map_err(FileProblem::Invalid)?;
             Ok(Loaded::Chain(filters))
@@ -400,21 +405,6 @@ impl ChainReader {
             )));
         }
         Ok(())
-    }
-
-    /// Each filter, read by `read`.
-    fn each<T>(
-        &mut self,
-        path: &Path,
-        mut read: impl FnMut(&mut dyn Read) -> Result<T, LoadError>,
-    ) -> Result<Vec<T>, FileProblem> {
-        // At most MAX_CHAIN_FILTERS, checked against the file's length.
-        let mut out = Vec::with_capacity(self.count as usize);
-        self.walk(path, |r, _| {
-            out.push(read(r)?);
-            Ok(true)
-        })?;
-        Ok(out)
     }
 
     fn at_end(&mut self, path: &Path) -> Result<bool, FileProblem> {

@@ -1,6 +1,7 @@
 //! The filters the commands run on: koel's kinds behind one trait, plus a
 //! deliberately broken test double that proves the stress checker can fail.
 
+use crate::human::HumanCount;
 use koel::{BloomFilter, CuckooFilter, Filter, InsertError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,6 +28,21 @@ pub struct Snapshot {
     pub insert_failures: Option<u64>,
     /// Doublings refused (FPR or memory bound).
     pub growth_refusals: Option<u64>,
+}
+
+impl Snapshot {
+    /// `, load 80.4% of 1,052,632 slots`, or nothing for a kind without
+    /// slots (Bloom).
+    pub fn load_text(&self) -> String {
+        match (self.load_factor, self.slots) {
+            (Some(load), Some(slots)) => format!(
+                ", load {:.1}% of {} slots",
+                load * 100.0,
+                HumanCount(slots as u64)
+            ),
+            _ => String::new(),
+        }
+    }
 }
 
 /// A [`Filter`] as the commands use it: everything the trait offers, a

@@ -148,12 +148,10 @@ impl<'p> Chunk<'p> {
         let mut start = 0;
         for i in 1..=n {
             let target = data.len() * i / n;
-            let end = if i == n || target <= start {
-                if i == n {
-                    data.len()
-                } else {
-                    continue;
-                }
+            let end = if i == n {
+                data.len()
+            } else if target <= start {
+                continue;
             } else {
                 memchr::memchr(b'\n', &data[target..]).map_or(data.len(), |p| target + p + 1)
             };
@@ -410,14 +408,15 @@ fn work<F: CliFilter + ?Sized>(
     for chunk in chunks {
         // Cut our own piece first, in parallel with the other workers; the
         // others are cut by whoever gets there first (the rest wait).
+        let prepared = |p: usize| chunk.prepared(p, key, threads, filter);
         if j < chunk.pieces.len() {
-            chunk.prepared(j, key, threads, filter);
+            prepared(j);
         }
         let mut keys_here = recycle(std::mem::take(&mut spare_keys));
         at.clear();
         for (p, piece) in chunk.pieces.iter().enumerate() {
             let data = &chunk.data[piece.range.clone()];
-            for r in &chunk.prepared(p, key, threads, filter).parts[j] {
+            for r in &prepared(p).parts[j] {
                 keys_here.push(&data[r.start..r.end]);
                 at.push((p as u32, r.line));
             }
@@ -431,16 +430,7 @@ fn work<F: CliFilter + ?Sized>(
             caught += confirm(filter, exact, &keys_here, &mut new)?;
         }
         let mut keep: Vec<Vec<u64>> = (0..chunk.pieces.len())
-            .map(|p| {
-                vec![
-                    0u64;
-                    chunk
-                        .prepared(p, key, threads, filter)
-                        .ends
-                        .len()
-                        .div_ceil(64)
-                ]
-            })
+            .map(|p| vec![0u64; prepared(p).ends.len().div_ceil(64)])
             .collect();
         let mut new_keys = 0;
         for (&(p, line), _) in at.iter().zip(&new).filter(|(_, &is_new)| is_new) {
@@ -450,7 +440,7 @@ fn work<F: CliFilter + ?Sized>(
         let mut missing_field = 0;
         if j == 0 {
             for (p, bits) in keep.iter_mut().enumerate() {
-                let passthrough = &chunk.prepared(p, key, threads, filter).passthrough;
+                let passthrough = &prepared(p).passthrough;
                 for &line in passthrough {
                     bits[line as usize / 64] |= 1 << (line % 64);
                 }

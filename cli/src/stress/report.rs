@@ -145,16 +145,13 @@ impl StressReport {
             writeln!(s, " {:>9}", human::nanos(l.max_ns))?;
         }
         let snap = &self.snapshot;
-        write!(s, "filter       {} items", HumanCount(snap.len as u64))?;
-        if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
-            write!(
-                s,
-                ", load {:.1}% of {} slots",
-                load * 100.0,
-                HumanCount(slots as u64)
-            )?;
-        }
-        writeln!(s, ", {}", HumanBytes(snap.memory_bytes as u64))?;
+        writeln!(
+            s,
+            "filter       {} items{}, {}",
+            HumanCount(snap.len as u64),
+            snap.load_text(),
+            HumanBytes(snap.memory_bytes as u64)
+        )?;
         write!(
             s,
             "             generation {}, growth events {}",
