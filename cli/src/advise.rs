@@ -1,6 +1,7 @@
 //! `koel advise`: which filter, how large, at what false-positive rate.
 
-use crate::{human, parse, Outcome};
+use crate::human::{HumanBytes, HumanCount};
+use crate::{parse, Outcome};
 use anyhow::bail;
 use koel::{advise, Configuration, Requirements, SetSize};
 use std::str::FromStr;
@@ -113,8 +114,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             blocks,
         } => format!(
             "Bloom filter for {} items at {false_positive_rate:.1e} ({hashes} bits set per key, in one of {} blocks of 64 bytes)\nbuild with   BloomFilter::builder().capacity({capacity}).false_positive_rate({false_positive_rate:e})",
-            human::count(capacity as u64),
-            human::count(blocks)
+            HumanCount(capacity as u64),
+            HumanCount(blocks)
         ),
         Configuration::Cuckoo {
             capacity,
@@ -123,7 +124,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         } => {
             let mut s = format!(
                 "cuckoo filter for {} items, {fingerprint_bits}-bit tags",
-                human::count(capacity as u64)
+                HumanCount(capacity as u64)
             );
             if let Some(g) = growth {
                 s += &format!(
@@ -151,10 +152,10 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         match physical_memory() {
             Some(ram) if memory > ram => println!(
                 "memory       {} (more than this machine's {} of RAM)",
-                human::bytes(memory),
-                human::bytes(ram)
+                HumanBytes(memory),
+                HumanBytes(ram)
             ),
-            _ => println!("memory       {}", human::bytes(memory)),
+            _ => println!("memory       {}", HumanBytes(memory)),
         }
         println!(
             "expected FPR {:.2e} (asked for {:.2e})",

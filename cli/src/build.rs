@@ -1,8 +1,11 @@
 //! `koel build`: a filter file from a list of keys.
 
-use crate::dedup::{self, Inputs, KeySpec, Options};
+use crate::args::{RunArgs, SizeArgs};
+use crate::dedup::{self, Options};
 use crate::filters::{self, CliFilter};
-use crate::{human, parse, Outcome};
+use crate::human::{HumanBytes, HumanCount};
+use crate::input::{InputArgs, Inputs};
+use crate::{output, Outcome};
 use anyhow::Context;
 use koel::{BloomFilter, CuckooFilter};
 use std::path::PathBuf;
@@ -10,10 +13,13 @@ use std::time::Instant;
 
 const EXAMPLES: &str = "\
 Examples:
-  koel build --input users.txt --output users.koel           # one key per line
-  koel build --input orders.csv --field 1 --delimiter , --fpr 1e-3 --output orders.koel
-  cut -f2 events.tsv | koel build --output events.koel        # keys from stdin
+  koel build users.txt --output users.koel                   # one key per line
+  koel build orders.csv --field 1 --delimiter , --fpr 1e-3 -o orders.koel
+  cut -f2 events.tsv | koel build -o events.koel              # keys from stdin
   koel query users.koel alice                                 # then ask it
+
+Input is taken as by `koel dedup`: files in order, \"-\" or none is stdin
+(`--input FILE`, the older spelling, still works).
 
 The file is written atomically (temporary file, sync, rename): a failed
 build leaves any old file in place, the new file keeps the old one's
@@ -26,32 +32,15 @@ hash as bytes, so `koel query` finds exactly the keys given here.";
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
-    /// Files of keys, one per line ("-" is stdin) [default: stdin].
-    #[arg(long = "input", short)]
-    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// The filter file to write.
     #[arg(long, short)]
     pub output: PathBuf,
-    /// Distinct keys expected [default: estimated from the input files'
-    /// sizes, or 10M for stdin]. The filter doubles if there are more.
-    #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
-    pub expected: Option<u64>,
-    /// Target false-positive rate: 1.2e-4 or more uses 16-bit tags, 2.5e-3
-    /// or more 12-bit tags [default: 16-bit tags].
-    #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
-    pub fpr: Option<f64>,
-    /// The key is this field (1-based) instead of the whole line.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub field: Option<u32>,
-    /// Field delimiter for --field: one byte, or "tab".
-    #[arg(long, default_value = "tab", value_parser = dedup::parse_delimiter)]
-    pub delimiter: u8,
-    /// Worker threads [default: the number of cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Option<u32>,
-    /// Hash seed (default: random).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub size: SizeArgs,
     /// Filter kind: cuckoo (supports remove; grows) or bloom (insert-only,
     /// sized for --expected at --fpr, default 1e-3).
     #[arg(long, value_enum, default_value_t = FileKind::Cuckoo)]
@@ -74,89 +63,76 @@ pub enum FileKind {
 /// Missing input, an output that cannot be written, a filter that cannot
 /// be built.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    crate::check_writable(&args.output)?;
-    let mut inputs = Inputs::open(&args.inputs)?;
-    let expected = match args.expected {
-        Some(n) => n,
-        None => inputs
-            .estimate_records()?
-            .unwrap_or(dedup::DEFAULT_EXPECTED),
-    };
+    output::check(&args.output)?;
+    let mut inputs = Inputs::open(args.input.paths())?;
+    let expected = args
+        .size
+        .expected
+        .map_or_else(|| inputs.expected_records(), Ok)?;
+    let (fpr, seed) = (args.size.fpr, args.run.seed);
     let filter: Box<dyn Saveable> = match args.kind {
         FileKind::Cuckoo => {
-            let bits = args.fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
-            Box::new(filters::build_cuckoo(expected, bits, args.seed)?)
+            let bits = fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
+            Box::new(filters::build_cuckoo(expected, bits, seed)?)
         }
-        FileKind::Bloom => {
-            let items = usize::try_from(expected)?;
-            let mut b = BloomFilter::builder()
-                .capacity(items)
-                .false_positive_rate(args.fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE));
-            if let Some(seed) = args.seed {
-                b = b.seed(seed);
-            }
-            Box::new(b.build().map_err(|e| {
-                anyhow::anyhow!("cannot build a Bloom filter for {expected} items: {e}")
-            })?)
-        }
+        FileKind::Bloom => Box::new(filters::build_bloom(
+            expected,
+            fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE),
+            seed,
+        )?),
     };
     let filter = filter.as_ref();
     let options = Options {
-        threads: crate::threads(args.threads),
-        key: KeySpec {
-            field: args.field.map(|f| f as usize),
-            delimiter: args.delimiter,
-            // Key lists often come from Windows tools: `query` strips the
-            // CR of its stdin lines too.
-            strip_cr: true,
-        },
+        threads: args.run.threads(),
+        // Key lists often come from Windows tools: `query` strips the CR of
+        // its stdin lines too.
+        key: args.input.key(true),
         chunk_bytes: 1 << 20,
+        exact: None,
     };
     let start = Instant::now();
     // The dedup pipeline with its output thrown away: every distinct key
     // inserted once, on all threads.
-    let totals = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
+    let (totals, _) = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
     filter
         .save_to(&args.output)
         .with_context(|| format!("cannot save {}", args.output.display()))?;
+    if args.run.quiet {
+        return Ok(Outcome::Success);
+    }
     let size = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let snap = filter.snapshot();
     let stored = if args.kind == FileKind::Cuckoo {
         format!(
             "{} stored (a key that already tests present, a repeat or a false-positive match, is not stored again)",
-            human::count(snap.len as u64)
+            HumanCount(snap.len as u64)
         )
     } else {
         format!(
             "about {} distinct (estimated from the bits set)",
-            human::count(snap.len as u64)
+            HumanCount(snap.len as u64)
         )
     };
     println!(
         "koel build: {} keys read in {:.2} s, {stored}",
-        human::count(totals.records_in - totals.missing_field),
+        HumanCount(totals.records_in - totals.missing_field),
         start.elapsed().as_secs_f64()
     );
-    let load = match (snap.load_factor, snap.slots) {
-        (Some(load), Some(slots)) => format!(
-            ", load {:.1}% of {} slots, generation {}",
-            load * 100.0,
-            human::count(slots as u64),
-            snap.generation
-        ),
-        _ => String::new(),
-    };
+    let mut load = snap.load_text();
+    if args.kind == FileKind::Cuckoo {
+        load += &format!(", generation {}", snap.generation);
+    }
     println!(
         "  {}: {} ({}){load}, FPR {:.1e}",
         args.output.display(),
-        human::bytes(size),
+        HumanBytes(size),
         filter.describe(),
         snap.false_positive_rate
     );
     if totals.missing_field > 0 {
         println!(
             "  {} records without the key field were skipped",
-            human::count(totals.missing_field)
+            HumanCount(totals.missing_field)
         );
     }
     Ok(Outcome::Success)
@@ -177,25 +153,4 @@ impl Saveable for BloomFilter {
     fn save_to(&self, path: &std::path::Path) -> std::io::Result<()> {
         self.save(path)
     }
-}
-
-/// Loads a cuckoo filter file (for `dedup --state`), as one error line if
-/// it cannot.
-///
-/// # Errors
-///
-/// The file is missing, damaged, of another kind or version, or was saved
-/// by a build that hashes differently.
-pub fn load(path: &std::path::Path) -> anyhow::Result<CuckooFilter> {
-    CuckooFilter::load(path).with_context(|| format!("cannot load {}", path.display()))
-}
-
-/// Loads a filter file of either kind, or a chain of cuckoo filters
-/// (see [`crate::info::load`]), as one error line if it cannot.
-///
-/// # Errors
-///
-/// As [`load`].
-pub fn load_any(path: &std::path::Path) -> anyhow::Result<Box<dyn CliFilter>> {
-    crate::info::load(path).map_err(|p| p.into_error(path))
 }

@@ -1,29 +1,30 @@
 //! `koel dedup`: writes each record the first time its key is seen, in
 //! input order, on N threads sharing one cuckoo filter.
 
-mod chain;
 mod engine;
 mod exact;
-mod input;
 
-pub use chain::FilterChain;
-pub use engine::{run, run_exact, ExactTotals, KeySpec, Options, Totals};
+pub use engine::{run, ExactTotals, Options, Totals};
 pub use exact::ExactSet;
-pub use input::Inputs;
 
+use crate::args::{RunArgs, SizeArgs};
+use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
+use crate::filter_file::{self, Loaded};
 use crate::filters::{self, CliFilter};
-use crate::{human, output, parse, progress, Outcome};
+use crate::human::{self, HumanBytes, HumanCount};
+use crate::input::{InputArgs, Inputs};
+use crate::{output, parse, progress, Outcome};
 use anyhow::Context;
 use koel::Filter;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const EXAMPLES: &str = "\
 Examples:
   koel dedup events.log > unique.log                 # whole line is the key
   koel dedup --field 2 --delimiter , orders.csv -o unique.csv
-  cat a.log b.log | koel dedup --threads 4 --expected 50M > unique.log
+  cat a.log b.log | koel dedup -j 4 --expected 50M > unique.log
   koel dedup --state seen.koel today.log > new-today.log  # continues across runs
   koel dedup --exact events.log > unique.log         # same output as awk '!s[$0]++'
 
@@ -56,46 +57,29 @@ Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any
 output is written unless writing itself fails.";
 
-/// Default filter size when the input size is unknown (stdin, pipes).
-pub const DEFAULT_EXPECTED: u64 = 10_000_000;
+const FPR_HELP: &str = "Bound on the false-positive rate (new records taken for \
+duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit tags; chained \
+filters share it [default: 16-bit tags, bound 1e-2]";
 
-/// Default bound on the false-positive rate of the chained filters
-/// together: the rate a single filter reaches after 64x growth.
-pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
+const SEED_HELP: &str = "Hash seed, so that a run (and the records its false \
+positives drop) can be reproduced: same seed, input and options, same output, on \
+any number of threads [default: random]";
 
 /// Options of `koel dedup`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = EXAMPLES)]
+#[command(after_help = EXAMPLES, mut_arg("fpr", |a| a.help(FPR_HELP)),
+          mut_arg("seed", |a| a.help(SEED_HELP)))]
 pub struct Args {
-    /// Input files, read in order ("-" is stdin) [default: stdin].
-    pub files: Vec<PathBuf>,
-    /// Worker threads [default: the number of cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Option<u32>,
-    /// Distinct records expected; sizes the filter [default: the input
-    /// files' records, counted or sampled, plus 10M for stdin].
-    #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
-    pub expected: Option<u64>,
-    /// Bound on the false-positive rate (new records taken for
-    /// duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit
-    /// tags; chained filters share it [default: 16-bit tags, bound 1e-2].
-    #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
-    pub fpr: Option<f64>,
-    /// The key is this field (1-based) instead of the whole line.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub field: Option<u32>,
-    /// Field delimiter for --field: one byte, or "tab".
-    #[arg(long, default_value = "tab", value_parser = parse_delimiter)]
-    pub delimiter: u8,
+    #[command(flatten)]
+    pub input: InputArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub size: SizeArgs,
     /// Writes the records here instead of stdout; replaced only when the
     /// run succeeds, so it may be one of the inputs.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
-    /// Hash seed, so that a run (and the records its false positives drop)
-    /// can be reproduced: same seed, input and options, same output, on
-    /// any number of threads [default: random].
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Loads the filter from FILE if it exists and saves it there at the
     /// end (atomically), so that dedup continues across runs. A state's
     /// filters never grow; one without room for this run gets a new filter
@@ -115,21 +99,6 @@ pub struct Args {
     pub chunk_bytes: u64,
 }
 
-/// `--delimiter`: one byte, or `tab`.
-///
-/// # Errors
-///
-/// Anything longer, empty, or a newline.
-pub fn parse_delimiter(s: &str) -> Result<u8, String> {
-    match s {
-        "tab" | "\\t" => Ok(b'\t'),
-        _ if s.len() == 1 && s.as_bytes()[0] != b'\n' => Ok(s.as_bytes()[0]),
-        _ => Err(format!(
-            "{s:?} is not a one-byte delimiter (e.g. , or ; or tab)"
-        )),
-    }
-}
-
 /// Runs `koel dedup`.
 ///
 /// Everything that can fail for a reason other than I/O (sizing, the
@@ -141,34 +110,27 @@ pub fn parse_delimiter(s: &str) -> Result<u8, String> {
 /// Missing or unreadable input, unwritable output, a filter that cannot be
 /// built, a state file that cannot meet `--fpr`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let threads = crate::threads(args.threads);
-    let mut inputs = Inputs::open(&args.files)?;
-    let bits = args.fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
-    let budget = args.fpr.unwrap_or(DEFAULT_FPR_BUDGET);
-    let expected = match args.expected {
-        Some(n) => n,
-        None => {
-            let (records, unsized_input) = inputs.records()?;
-            let sized = input::with_margin(records);
-            if unsized_input {
-                sized + DEFAULT_EXPECTED
-            } else {
-                sized
-            }
-        }
-    };
+    let threads = args.run.threads();
+    let mut inputs = Inputs::open(args.input.paths())?;
+    let fpr = args.size.fpr;
+    let bits = fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
+    let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
+    let expected = args
+        .size
+        .expected
+        .map_or_else(|| inputs.expected_records(), Ok)?;
     let filter = match &args.state {
         Some(path) if path.exists() => {
-            let chain = FilterChain::load(path, budget)?;
+            let chain = load_state(path, budget)?;
             prepare_state(&chain, &args, expected, path)?;
             chain
         }
         Some(path) => {
             // Fail now, not after the whole input.
-            crate::check_writable(path)?;
-            FilterChain::new(expected, bits, args.seed, budget)?
+            output::check(path)?;
+            FilterChain::new(expected, bits, args.run.seed, budget)?
         }
-        None => FilterChain::new(expected, bits, args.seed, budget)?,
+        None => FilterChain::new(expected, bits, args.run.seed, budget)?,
     };
 
     // Output files follow the rule of `crate::output`: replaced only at
@@ -181,7 +143,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             Some(output::Stream::create(path)?)
         }
         None => {
-            output::refuse_stdout_onto(&args.files)?;
+            output::refuse_stdout_onto(args.input.paths())?;
             None
         }
     };
@@ -195,33 +157,20 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         .context("--chunk-bytes must be at most 1G")?;
     let options = Options {
         threads,
-        key: KeySpec {
-            field: args.field.map(|f| f as usize),
-            delimiter: args.delimiter,
-            strip_cr: false,
-        },
+        key: args.input.key(false),
         chunk_bytes,
+        exact: args.exact.then(|| filter.seed()),
     };
+    if args.run.quiet {
+        progress::hide();
+    }
     let bar = progress::bar(
         inputs.total_bytes(),
         "{spinner} dedup [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
     );
     let fpr_before = filter.false_positive_rate();
     let start = Instant::now();
-    let progress = |n| bar.inc(n);
-    let result = if args.exact {
-        run_exact(
-            &filter,
-            &mut inputs,
-            &mut output,
-            options,
-            filter.seed(),
-            &progress,
-        )
-        .map(|(totals, exact)| (totals, Some(exact)))
-    } else {
-        run(&filter, &mut inputs, &mut output, options, &progress).map(|t| (t, None))
-    };
+    let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
     let (totals, exact) = match result.and_then(|t| {
         output.flush().context("cannot write the output")?;
@@ -239,10 +188,28 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let secs = start.elapsed().as_secs_f64();
     if let Some(path) = &args.state {
-        filter.save(path)?;
+        filter
+            .with_filters(|f| filter_file::save(path, f))
+            .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
-    summary(&filter, &totals, exact, secs, threads, fpr_before, budget);
+    if !args.run.quiet {
+        summary(&filter, &totals, exact, secs, threads, fpr_before, budget);
+    }
     Ok(Outcome::Success)
+}
+
+/// Loads a `--state` file: one cuckoo filter, or a chain of them, which
+/// may not grow (see [`prepare_state`]).
+fn load_state(path: &Path, budget: f64) -> anyhow::Result<FilterChain> {
+    let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
+        Loaded::Cuckoo(f) => vec![f],
+        Loaded::Chain(filters) => filters,
+        Loaded::Bloom(_) => anyhow::bail!(
+            "cannot load {}: it holds a bloom filter; a --state is a cuckoo filter",
+            path.display()
+        ),
+    };
+    Ok(FilterChain::from_filters(filters, budget))
 }
 
 /// The rules of a loaded `--state`, applied before anything is written:
@@ -254,10 +221,10 @@ fn prepare_state(
     chain: &FilterChain,
     args: &Args,
     expected: u64,
-    path: &std::path::Path,
+    path: &Path,
 ) -> anyhow::Result<()> {
     let name = path.display();
-    if let Some(seed) = args.seed.filter(|&s| s != chain.seed()) {
+    if let Some(seed) = args.run.seed.filter(|&s| s != chain.seed()) {
         anyhow::bail!(
             "--seed {seed} differs from the seed of --state {name} ({}): drop --seed, a state keeps its own",
             chain.seed()
@@ -266,7 +233,7 @@ fn prepare_state(
     if chain.room() < expected {
         chain.chain_new(expected)?;
     }
-    if let Some(fpr) = args.fpr {
+    if let Some(fpr) = args.size.fpr {
         // Every filter but the newest is closed at its rate of now; the
         // newest may fill up at its present size (it may not grow).
         let projected = chain.closed_rate() + chain.newest_full_rate();
@@ -307,10 +274,10 @@ fn summary(
     let fp_drops = t.new_keys as f64 * (fpr_before + snap.false_positive_rate) / 2.0;
     let mut s = format!(
         "koel dedup: {} records in ({}), {} out, {} duplicates dropped\n",
-        human::count(t.records_in),
-        human::bytes(t.bytes_in),
-        human::count(t.records_out),
-        human::count(dropped),
+        HumanCount(t.records_in),
+        HumanBytes(t.bytes_in),
+        HumanCount(t.records_out),
+        HumanCount(dropped),
     );
     s += &format!(
         "  {:.2} s: {:.0} MB/s, {}records/s on {threads} threads\n",
@@ -318,26 +285,20 @@ fn summary(
         t.bytes_in as f64 / secs.max(1e-9) / 1e6,
         human::rate(t.records_in as f64 / secs.max(1e-9)),
     );
-    s += &format!("  filter: {}", filter.describe());
-    if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
-        s += &format!(
-            ", load {:.1}% of {} slots",
-            load * 100.0,
-            human::count(slots as u64)
-        );
-    }
     s += &format!(
-        ", {}, growth events {}\n",
-        human::bytes(snap.memory_bytes as u64),
+        "  filter: {}{}, {}, growth events {}\n",
+        filter.describe(),
+        snap.load_text(),
+        HumanBytes(snap.memory_bytes as u64),
         snap.generation
     );
     if let Some(e) = exact {
         s += &format!(
             "  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped\n",
-            human::count(e.keys),
-            human::bytes(e.bytes),
+            HumanCount(e.keys),
+            HumanBytes(e.bytes),
             e.bytes as f64 / e.keys.max(1) as f64,
-            human::count(e.false_positives_caught),
+            HumanCount(e.false_positives_caught),
         );
     } else {
         s += &format!(
@@ -354,22 +315,8 @@ fn summary(
     if t.missing_field > 0 {
         s += &format!(
             "  {} records without the key field passed through\n",
-            human::count(t.missing_field)
+            HumanCount(t.missing_field)
         );
     }
     eprint!("{s}");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn delimiters() {
-        assert_eq!(parse_delimiter("tab"), Ok(b'\t'));
-        assert_eq!(parse_delimiter(","), Ok(b','));
-        assert!(parse_delimiter(",,").is_err());
-        assert!(parse_delimiter("").is_err());
-        assert!(parse_delimiter("\n").is_err());
-    }
 }

@@ -14,10 +14,11 @@
 //! is allocated for it; every filter hashes alike (same seed, same tag
 //! width), so one key has one hash in all of them.
 
+use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
 use crate::filters::CliFilter;
 use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
 /// Marks a chain file.
@@ -98,6 +99,26 @@ pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<(
     Ok(())
 }
 
+/// Saves `filters` (hashing alike) to `path` atomically: one filter as
+/// the library's own file, more as a chain file.
+///
+/// # Errors
+///
+/// Any I/O error; `path` is then unchanged.
+pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
+    if let [only] = filters {
+        return only.save(path);
+    }
+    // The rule every output follows (`crate::output`): a temporary file
+    // that replaces `path` only once complete.
+    let mut out = koel::AtomicFile::create(path)?;
+    let mut w = BufWriter::new(out.file());
+    write_chain(&mut w, filters)?;
+    w.flush()?;
+    drop(w);
+    out.commit()
+}
+
 /// A filter file, loaded.
 pub enum Loaded {
     /// One cuckoo filter.
@@ -119,6 +140,21 @@ impl Loaded {
     }
 }
 
+/// Loads `path` as one filter (`query`): either kind, or a chain of
+/// cuckoo filters that answers "maybe" if any of them does.
+///
+/// # Errors
+///
+/// The file cannot be read, or is not an intact filter file (one line
+/// naming it).
+pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
+    Ok(match load(path).map_err(|p| p.into_error(path))? {
+        Loaded::Cuckoo(f) => Box::new(f),
+        Loaded::Bloom(f) => Box::new(f),
+        Loaded::Chain(filters) => Box::new(FilterChain::from_filters(filters, DEFAULT_FPR_BUDGET)),
+    })
+}
+
 /// What [`inspect`] found, without building a filter.
 pub struct Inspected {
     /// `Some(n)` for a chain of `n` filters.
@@ -136,10 +172,15 @@ pub struct Inspected {
 ///
 /// The file cannot be read, or is not an intact filter file.
 pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
-    match open(path)? {
+    match read_framing(path)? {
         Opened::Single => load_single(path),
         Opened::Chain(mut chain) => {
-            let filters = chain.each(path, |r| CuckooFilter::read_from(r))?;
+            // At most MAX_CHAIN_FILTERS, checked against the file's length.
+            let mut filters = Vec::with_capacity(chain.count as usize);
+            chain.walk(path, |r, _| {
+                filters.push(CuckooFilter::read_from(r)?);
+                Ok(true)
+            })?;
             check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
                 .map_err(FileProblem::Invalid)?;
             Ok(Loaded::Chain(filters))
@@ -168,7 +209,7 @@ fn load_single(path: &Path) -> Result<Loaded, FileProblem> {
 /// The file cannot be read, or a header (of the file, of the chain, of a
 /// filter in it) is not valid.
 pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
-    match open(path)? {
+    match read_framing(path)? {
         Opened::Single => {
             let f = File::open(path).map_err(|e| unreadable(path, e))?;
             let info =
@@ -283,7 +324,7 @@ struct ChainReader {
 
 /// Opens `path` and tells a chain from a single filter, checking a
 /// chain's count against the file's length.
-fn open(path: &Path) -> Result<Opened, FileProblem> {
+fn read_framing(path: &Path) -> Result<Opened, FileProblem> {
     let mut file = File::open(path).map_err(|e| unreadable(path, e))?;
     let meta = file.metadata().map_err(|e| unreadable(path, e))?;
     if meta.is_dir() {
@@ -292,12 +333,16 @@ fn open(path: &Path) -> Result<Opened, FileProblem> {
             path.display()
         )));
     }
-    let mut head = [0u8; CHAIN_HEADER_LEN as usize];
-    let got = read_full(&mut file, &mut head).map_err(|e| unreadable(path, e))?;
-    if got < CHAIN_MAGIC.len() || &head[..8] != CHAIN_MAGIC {
+    let mut head = Vec::with_capacity(CHAIN_HEADER_LEN as usize);
+    (&mut file)
+        .take(CHAIN_HEADER_LEN)
+        .read_to_end(&mut head)
+        .map_err(|e| unreadable(path, e))?;
+    let got = head.len();
+    if !head.starts_with(CHAIN_MAGIC) {
         return Ok(Opened::Single);
     }
-    if got < head.len() {
+    if got < CHAIN_HEADER_LEN as usize {
         return Err(FileProblem::Invalid(format!(
             "truncated chain header: {got} of {CHAIN_HEADER_LEN} bytes"
         )));
@@ -362,21 +407,6 @@ impl ChainReader {
         Ok(())
     }
 
-    /// Each filter, read by `read`.
-    fn each<T>(
-        &mut self,
-        path: &Path,
-        mut read: impl FnMut(&mut dyn Read) -> Result<T, LoadError>,
-    ) -> Result<Vec<T>, FileProblem> {
-        // At most MAX_CHAIN_FILTERS, checked against the file's length.
-        let mut out = Vec::with_capacity(self.count as usize);
-        self.walk(path, |r, _| {
-            out.push(read(r)?);
-            Ok(true)
-        })?;
-        Ok(out)
-    }
-
     fn at_end(&mut self, path: &Path) -> Result<bool, FileProblem> {
         Ok(self
             .reader
@@ -384,20 +414,6 @@ impl ChainReader {
             .map_err(|e| unreadable(path, e))?
             .is_empty())
     }
-}
-
-/// Reads until `buf` is full or the input ends; the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]
@@ -453,5 +469,23 @@ mod tests {
             }
             _ => panic!("a chain that cannot hold its count loaded"),
         }
+    }
+
+    #[test]
+    fn a_saved_chain_loads_back_whole() {
+        use koel::Filter;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.koel");
+        let chain = FilterChain::new(1000, 16, Some(9), 1e-2).unwrap();
+        chain.chain_new(5000).unwrap();
+        for i in 0..3000u32 {
+            chain
+                .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
+                .unwrap();
+        }
+        chain.with_filters(|f| save(&path, f)).unwrap();
+        let back = open(&path).unwrap();
+        assert_eq!(back.describe(), chain.describe());
+        assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));
     }
 }

@@ -1,6 +1,7 @@
 //! The filters the commands run on: koel's kinds behind one trait, plus a
 //! deliberately broken test double that proves the stress checker can fail.
 
+use crate::human::HumanCount;
 use koel::{BloomFilter, CuckooFilter, Filter, InsertError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,6 +28,21 @@ pub struct Snapshot {
     pub insert_failures: Option<u64>,
     /// Doublings refused (FPR or memory bound).
     pub growth_refusals: Option<u64>,
+}
+
+impl Snapshot {
+    /// `, load 80.4% of 1,052,632 slots`, or nothing for a kind without
+    /// slots (Bloom).
+    pub fn load_text(&self) -> String {
+        match (self.load_factor, self.slots) {
+            (Some(load), Some(slots)) => format!(
+                ", load {:.1}% of {} slots",
+                load * 100.0,
+                HumanCount(slots as u64)
+            ),
+            _ => String::new(),
+        }
+    }
 }
 
 /// A [`Filter`] as the commands use it: everything the trait offers, a
@@ -260,18 +276,27 @@ pub fn build_cuckoo(
         .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))
 }
 
-/// The Bloom filter rate matching a cuckoo layout's: what the cuckoo
-/// filter reaches at full load with `fingerprint_bits`-bit tags.
-fn bloom_fpr(fingerprint_bits: u32) -> f64 {
-    if fingerprint_bits == 12 {
-        2.4e-3
-    } else {
-        1.2e-4
+/// A Bloom filter for `capacity` items at `fpr`.
+///
+/// # Errors
+///
+/// A build error (zero or absurd capacity, allocation refused) as one line.
+pub fn build_bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
+    let items = usize::try_from(capacity)
+        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
+    let mut builder = BloomFilter::builder()
+        .capacity(items)
+        .false_positive_rate(fpr);
+    if let Some(seed) = seed {
+        builder = builder.seed(seed);
     }
+    builder
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}"))
 }
 
-/// Builds the filter `kind` for `capacity` items (a Bloom filter at the
-/// rate of the cuckoo layout `fingerprint_bits`).
+/// Builds the filter `kind` for `capacity` items; a Bloom filter gets the
+/// rate the cuckoo layout `fingerprint_bits` reaches at full load.
 ///
 /// # Errors
 ///
@@ -282,23 +307,21 @@ pub fn build(
     fingerprint_bits: u32,
     seed: Option<u64>,
 ) -> anyhow::Result<Box<dyn CliFilter>> {
-    if kind == KindArg::Bloom {
-        let mut builder = BloomFilter::builder()
-            .capacity(capacity)
-            .false_positive_rate(bloom_fpr(fingerprint_bits));
-        if let Some(seed) = seed {
-            builder = builder.seed(seed);
-        }
-        let bloom = builder.build().map_err(|e| {
-            anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}")
-        })?;
-        return Ok(Box::new(bloom));
-    }
-    let cuckoo = build_cuckoo(capacity as u64, fingerprint_bits, seed)?;
+    let capacity = capacity as u64;
     Ok(match kind {
-        KindArg::Bloom => unreachable!("built above"),
-        KindArg::Cuckoo => Box::new(cuckoo),
-        KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo, 1000)),
+        KindArg::Bloom => {
+            let fpr = if fingerprint_bits == 12 {
+                2.4e-3
+            } else {
+                1.2e-4
+            };
+            Box::new(build_bloom(capacity, fpr, seed)?)
+        }
+        KindArg::Cuckoo => Box::new(build_cuckoo(capacity, fingerprint_bits, seed)?),
+        KindArg::LossyTestDouble => Box::new(LossyFilter::new(
+            build_cuckoo(capacity, fingerprint_bits, seed)?,
+            1000,
+        )),
     })
 }
 

@@ -1,19 +1,11 @@
-//! Numbers as people read them: `1,234,567`, `12.3 M`, `4.2 MiB`.
+//! Numbers as people read them, for every command's text output: counts
+//! and bytes are indicatif's ([`HumanCount`]: `1,234,567`, [`HumanBytes`]:
+//! `4.20 MiB`); rates and latencies, which it has no form for, are here.
+//! (Their `Display` ignores widths: pad `.to_string()` in columns.)
 
-/// `n` with thousands separators.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use indicatif::{HumanBytes, HumanCount};
 
-/// A rate with a metric prefix: `12.3 M`.
+/// A rate with a metric prefix, to put before a unit: `12.35 M`.
 pub fn rate(per_second: f64) -> String {
     if per_second >= 1e9 {
         format!("{:.2} G", per_second / 1e9)
@@ -26,31 +18,17 @@ pub fn rate(per_second: f64) -> String {
     }
 }
 
-/// Bytes in binary units: `4.2 MiB`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-/// Nanoseconds, scaled: `850 ns`, `12.5 us`, `3.1 ms`.
+/// Nanoseconds in the unit that keeps them short, with at most one
+/// decimal: `850 ns`, `1 us`, `12.5 us`, `3.1 ms` (latency tables and plot
+/// axes alike).
 pub fn nanos(ns: u64) -> String {
-    if ns >= 1_000_000 {
-        format!("{:.1} ms", ns as f64 / 1e6)
-    } else if ns >= 10_000 {
-        format!("{:.1} us", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
+    let (v, unit) = match ns {
+        0..=999 => return format!("{ns} ns"),
+        1_000..=999_999 => (ns as f64 / 1e3, "us"),
+        _ => (ns as f64 / 1e6, "ms"),
+    };
+    let v = format!("{v:.1}");
+    format!("{} {unit}", v.trim_end_matches(".0"))
 }
 
 #[cfg(test)]
@@ -59,14 +37,13 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(999), "999");
-        assert_eq!(count(1000), "1,000");
-        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(HumanCount(1_234_567).to_string(), "1,234,567");
+        assert_eq!(HumanBytes(3 << 20).to_string(), "3.00 MiB");
         assert_eq!(rate(12_345_678.0), "12.35 M");
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(3 << 20), "3.0 MiB");
         assert_eq!(nanos(850), "850 ns");
+        assert_eq!(nanos(1000), "1 us");
+        assert_eq!(nanos(1583), "1.6 us");
         assert_eq!(nanos(12_500), "12.5 us");
+        assert_eq!(nanos(10_000_000), "10 ms");
     }
 }

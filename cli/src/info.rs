@@ -1,11 +1,11 @@
 //! `koel info`: what a filter file (or chain of filters) holds.
 
-use crate::dedup::FilterChain;
-use crate::filter_file::{self, Loaded};
+use crate::filter_file::{self, FileProblem, Loaded};
 use crate::filters::CliFilter;
-use crate::{human, Outcome};
+use crate::human::{HumanBytes, HumanCount};
+use crate::Outcome;
 use koel::{ChecksumStatus, FileInfo, FilterKind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -26,25 +26,6 @@ saved by a build that hashes differently); 2 if it cannot be read at all
 pub struct Args {
     /// The filter file.
     pub file: PathBuf,
-}
-
-pub use crate::filter_file::{problem, FileProblem};
-
-/// Loads `path` as one filter: either kind, or a chain of cuckoo filters
-/// (`koel dedup --state`) that answers "maybe" if any of them does.
-///
-/// # Errors
-///
-/// The file cannot be read, or is not an intact filter file.
-pub fn load(path: &Path) -> Result<Box<dyn CliFilter>, FileProblem> {
-    Ok(match filter_file::load(path)? {
-        Loaded::Cuckoo(f) => Box::new(f),
-        Loaded::Bloom(f) => Box::new(f),
-        Loaded::Chain(filters) => Box::new(FilterChain::from_filters(
-            filters,
-            crate::dedup::DEFAULT_FPR_BUDGET,
-        )),
-    })
 }
 
 /// Runs `koel info`.
@@ -70,7 +51,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     println!(
         "file         {} ({})",
         args.file.display(),
-        human::bytes(size)
+        HumanBytes(size)
     );
     match inspected.chain {
         None => show(&inspected.filters[0], filters.first().copied(), ""),
@@ -114,8 +95,8 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
         println!(
             "{indent}layout       {} bits set per key in one of {} blocks of 64 bytes; sized for {} items at {:.1e}",
             info.bits_per_key,
-            human::count(info.buckets),
-            human::count(info.sized_capacity.unwrap_or(0)),
+            HumanCount(info.buckets),
+            HumanCount(info.sized_capacity.unwrap_or(0)),
             info.target_false_positive_rate.unwrap_or(0.0)
         );
     } else {
@@ -123,8 +104,8 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
             "{indent}layout       {}-bit tags x {} per bucket; {} buckets = {} x 2^{} (generation {})",
             info.fingerprint_bits,
             info.tags_per_bucket,
-            human::count(info.buckets),
-            human::count(info.m0),
+            HumanCount(info.buckets),
+            HumanCount(info.m0),
             info.generation,
             info.generation
         );
@@ -133,17 +114,17 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
     match info.item_count {
         Some(items) if info.kind == FilterKind::Cuckoo => println!(
             "{indent}items        {} (load {:.1}% of {} slots)",
-            human::count(items),
+            HumanCount(items),
             items as f64 * 100.0 / slots.max(1) as f64,
-            human::count(slots)
+            HumanCount(slots)
         ),
-        Some(bits) => println!("{indent}bits set     {}", human::count(bits)),
+        Some(bits) => println!("{indent}bits set     {}", HumanCount(bits)),
         None => {}
     }
     if let Some(filter) = filter {
         println!(
             "{indent}memory       {} when loaded",
-            human::bytes(filter.memory_usage() as u64)
+            HumanBytes(filter.memory_usage() as u64)
         );
         println!(
             "{indent}fpr          {:.2e} expected at this load",

@@ -6,17 +6,19 @@
 //! as one line.
 
 pub mod advise;
+pub mod args;
 pub mod build;
+pub mod chain;
 pub mod dedup;
 pub mod filter_file;
 pub mod filters;
 pub mod human;
 pub mod info;
+pub mod input;
 pub mod keys;
 pub mod latency;
 pub mod output;
 pub mod parse;
-pub mod plot;
 pub mod progress;
 pub mod query;
 pub mod stress;
@@ -32,25 +34,6 @@ pub enum Outcome {
     CheckFailed,
 }
 
-/// Fails early, before long work, if `path` cannot be written as an
-/// output file (see [`output`]); creates and changes nothing.
-///
-/// # Errors
-///
-/// `path` is not a regular file, or its directory is not writable (one
-/// line, naming it).
-pub fn check_writable(path: &std::path::Path) -> anyhow::Result<()> {
-    output::check(path)
-}
-
-/// `--threads`, or the number of cores.
-pub fn threads(arg: Option<u32>) -> usize {
-    match arg {
-        Some(t) => t as usize,
-        None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-    }
-}
-
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).
 pub const EXIT_ERROR: u8 = 2;
 
@@ -60,6 +43,19 @@ impl Outcome {
         match self {
             Outcome::Success => 0,
             Outcome::CheckFailed => 1,
+        }
+    }
+}
+
+/// How `program` (`koel`, `koel-lab`) ends with a command's `result`:
+/// the outcome's status, or the error on one line of stderr (`{:#}`: its
+/// whole context chain) and [`EXIT_ERROR`].
+pub fn exit(program: &str, result: anyhow::Result<Outcome>) -> std::process::ExitCode {
+    match result {
+        Ok(outcome) => std::process::ExitCode::from(outcome.code()),
+        Err(e) => {
+            eprintln!("{program}: error: {e:#}");
+            std::process::ExitCode::from(EXIT_ERROR)
         }
     }
 }

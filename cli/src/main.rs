@@ -1,7 +1,7 @@
 //! `koel`: concurrent approximate set membership from the command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{advise, build, dedup, info, query, stress, usage_error, verify, EXIT_ERROR};
+use koel_cli::{advise, build, dedup, exit, info, query, stress, usage_error, verify};
 use std::process::ExitCode;
 
 const EXAMPLES: &str = "\
@@ -9,7 +9,7 @@ Examples:
   koel stress                         # 10-second concurrency stress test with a correctness check
   koel dedup events.log > unique.log  # drop repeated records, keep input order
   koel advise --items 10M --fpr 1e-3 --deletes   # which filter, how big
-  koel build --input keys.txt --output keys.koel && koel query keys.koel some-key
+  koel build keys.txt -o keys.koel && koel query keys.koel some-key
   koel help stress                    # the options of one command
 
 Exit status: 0 on success, 1 when a check fails (stress saw a false negative;
@@ -65,14 +65,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => verify::main(args),
         Command::Advise(args) => advise::main(args),
     };
-    match result {
-        Ok(outcome) => ExitCode::from(outcome.code()),
-        Err(e) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("koel: error: {e:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
+    exit("koel", result)
 }
 
 /// A reader that goes away (`koel info f.koel | head -1`) ends every

@@ -100,12 +100,6 @@ impl Write for Stream {
             Stream::Through(f) => f.write(buf),
         }
     }
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        match self {
-            Stream::Replace(f) => f.write_all(buf),
-            Stream::Through(f) => f.write_all(buf),
-        }
-    }
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Replace(f) => f.flush(),

@@ -131,6 +131,21 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A field delimiter: one byte, or `tab`.
+///
+/// # Errors
+///
+/// Anything longer, empty, or a newline.
+pub fn delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "tab" | "\\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.as_bytes()[0] != b'\n' => Ok(s.as_bytes()[0]),
+        _ => Err(format!(
+            "{s:?} is not a one-byte delimiter (e.g. , or ; or tab)"
+        )),
+    }
+}
+
 /// A fraction in `0..=1`.
 ///
 /// # Errors
@@ -226,6 +241,15 @@ mod tests {
         for bad in ["", "0", "-3", "x", "1.5", "1e300", "NaN", "M"] {
             assert!(count(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn delimiters() {
+        assert_eq!(delimiter("tab"), Ok(b'\t'));
+        assert_eq!(delimiter(","), Ok(b','));
+        assert!(delimiter(",,").is_err());
+        assert!(delimiter("").is_err());
+        assert!(delimiter("\n").is_err());
     }
 
     #[test]

@@ -3,16 +3,27 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// `--quiet` was given: no bar is drawn.
+static HIDDEN: AtomicBool = AtomicBool::new(false);
+
+/// Draws no bar from now on (`--quiet`).
+pub fn hide() {
+    // Relaxed: set before the command starts any thread that draws.
+    HIDDEN.store(true, Ordering::Relaxed);
+}
+
 /// A bar over `len` units (`None`: a spinner), hidden unless stderr is a
-/// terminal.
+/// terminal and the command is not `--quiet`.
 pub fn bar(len: Option<u64>, template: &str) -> ProgressBar {
     let bar = match len {
         Some(n) => ProgressBar::new(n),
         None => ProgressBar::new_spinner(),
     };
-    if std::io::stderr().is_terminal() {
+    // Relaxed: see `hide`.
+    if std::io::stderr().is_terminal() && !HIDDEN.load(Ordering::Relaxed) {
         bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(8));
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));

@@ -38,7 +38,7 @@ pub struct Args {
 ///
 /// The file cannot be loaded, or stdin or stdout fail.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let filter = crate::build::load_any(&args.file)?;
+    let filter = crate::filter_file::open(&args.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut answer = |key: &[u8]| -> anyhow::Result<bool> {
         let hit = filter.contains_hash(filter.hash_bytes(key));
@@ -48,34 +48,17 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             .context("cannot write output")?;
         Ok(hit)
     };
-    if args.keys.is_empty() {
-        let mut stdin = std::io::stdin().lock();
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            if stdin
-                .read_until(b'\n', &mut line)
-                .context("cannot read stdin")?
-                == 0
-            {
-                break;
-            }
-            // One line end, LF or CRLF: `build` strips the CR of its key
-            // lines too, so a key list from Windows finds its keys.
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-            }
-            answer(&line)?;
-        }
-        out.flush().context("cannot write output")?;
-        return Ok(Outcome::Success);
-    }
     let mut hits = 0;
     for key in &args.keys {
         hits += usize::from(answer(key.as_bytes())?);
+    }
+    if args.keys.is_empty() {
+        for line in std::io::stdin().lock().split(b'\n') {
+            let line = line.context("cannot read stdin")?;
+            // One line end, LF or CRLF: `build` strips the CR of its key
+            // lines too, so a key list from Windows finds its keys.
+            answer(line.strip_suffix(b"\r").unwrap_or(&line))?;
+        }
     }
     out.flush().context("cannot write output")?;
     Ok(if args.keys.len() == 1 && hits == 0 {

@@ -14,25 +14,27 @@
 //! of another key, which is a false negative by design, not a bug).
 
 mod check;
+mod mix;
+mod plot;
 mod report;
 mod run;
 
+pub use mix::Mix;
 pub use report::{GrowthEvent, StressReport, TimelinePoint};
 pub use run::{run, Config};
 
+use crate::args::RunArgs;
 use crate::filters::{self, KindArg};
 use crate::keys::KeyDist;
-use crate::{parse, plot, Outcome};
+use crate::{output, parse, progress, Outcome};
 use anyhow::{bail, Context};
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 const EXAMPLES: &str = "\
 Examples:
   koel stress                                   # 10 s, all cores, 1M keys, read=90,insert=9,remove=1
-  koel stress --threads 4 --duration 30 --keys zipf:0.99
+  koel stress -j 4 --duration 30 --keys zipf:0.99
   koel stress --mix read=50,insert=40,remove=10 --items 10M --plot stress.svg
   koel stress --duration 2 --json > stress.json
   koel stress --kind bloom                      # the Bloom filter (no removes)
@@ -42,14 +44,14 @@ a key), 2 on a usage or runtime error.";
 
 /// Options of `koel stress`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = EXAMPLES)]
+#[command(after_help = EXAMPLES,
+          mut_arg("seed", |a| a.help("Hash and key seed, for a reproducible key sequence [default: random]")))]
 pub struct Args {
     /// Filter kind.
     #[arg(long, value_enum, default_value_t = KindArg::Cuckoo)]
     pub kind: KindArg,
-    /// Worker threads [default: the number of cores].
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Option<u32>,
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Distinct keys the operations draw from (k, M, G suffixes allowed).
     #[arg(long, default_value = "1M", value_parser = parse::count, allow_negative_numbers = true)]
     pub items: u64,
@@ -72,11 +74,8 @@ pub struct Args {
     pub prefill: f64,
     /// Fingerprint bits of the cuckoo filter: 16 or 12 (for bloom: sized
     /// for the same false-positive rate).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(12..=16))]
+    #[arg(long, default_value_t = 16, value_parser = tag_bits)]
     pub fingerprint_bits: u32,
-    /// Hash and key seed, for a reproducible key sequence.
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Writes an SVG with throughput over time (growth events marked) and
     /// the latency percentiles.
     #[arg(long, value_name = "FILE.svg")]
@@ -86,67 +85,12 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Weights of the three operations, from `--mix read=90,insert=9,remove=1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mix {
-    /// Weight of `contains`.
-    pub read: u32,
-    /// Weight of `insert_unique`.
-    pub insert: u32,
-    /// Weight of `remove`.
-    pub remove: u32,
-}
-
-impl Mix {
-    /// Sum of the weights.
-    pub fn total(&self) -> u32 {
-        self.read + self.insert + self.remove
-    }
-}
-
-impl FromStr for Mix {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Self> {
-        let mut mix = Mix {
-            read: 0,
-            insert: 0,
-            remove: 0,
-        };
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let Some((name, weight)) = part.split_once('=') else {
-                bail!("mix entry {part:?} is not NAME=WEIGHT (e.g. read=90,insert=9,remove=1)");
-            };
-            let weight: u32 = weight
-                .trim()
-                .parse()
-                .ok()
-                .filter(|&w| w <= 1_000_000)
-                .with_context(|| {
-                    format!("mix weight {weight:?} is not a whole number from 0 to 1000000")
-                })?;
-            let slot = match name.trim() {
-                "read" | "contains" => &mut mix.read,
-                "insert" => &mut mix.insert,
-                "remove" | "delete" => &mut mix.remove,
-                other => bail!("unknown operation {other:?} in mix: use read, insert, remove"),
-            };
-            *slot = weight;
-        }
-        if mix.total() == 0 {
-            bail!("mix {s:?} has no operation with a weight above 0");
-        }
-        Ok(mix)
-    }
-}
-
-impl fmt::Display for Mix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "read={},insert={},remove={}",
-            self.read, self.insert, self.remove
-        )
+/// `--fingerprint-bits`: the two layouts koel has.
+fn tag_bits(s: &str) -> Result<u32, String> {
+    match s.trim() {
+        "16" => Ok(16),
+        "12" => Ok(12),
+        _ => Err(format!("{s:?} is not supported: use 16 or 12")),
     }
 }
 
@@ -157,7 +101,10 @@ impl fmt::Display for Mix {
 /// Bad option combinations, a filter that cannot be built, an unwritable
 /// plot file.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let threads = crate::threads(args.threads);
+    let threads = args.run.threads();
+    if args.run.quiet {
+        progress::hide();
+    }
     if args.items < threads as u64 {
         bail!(
             "--items {} is fewer than --threads {threads}: every thread needs keys of its own",
@@ -167,19 +114,13 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     if args.items > u64::from(u32::MAX) {
         bail!("--items {} is too many: at most {}", args.items, u32::MAX);
     }
-    if args.fingerprint_bits != 12 && args.fingerprint_bits != 16 {
-        bail!(
-            "--fingerprint-bits {} is not supported: use 16 or 12",
-            args.fingerprint_bits
-        );
-    }
     let capacity = args.capacity.unwrap_or(args.items);
     let capacity = usize::try_from(capacity).context("--capacity does not fit in memory")?;
     if let Some(path) = &args.plot {
         // Fail before a 10-second run, not after it.
-        crate::check_writable(path)?;
+        output::check(path)?;
     }
-    let filter = filters::build(args.kind, capacity, args.fingerprint_bits, args.seed)?;
+    let filter = filters::build(args.kind, capacity, args.fingerprint_bits, args.run.seed)?;
     let mix = args.mix.unwrap_or(match args.kind {
         KindArg::Bloom => Mix {
             read: 90,
@@ -199,7 +140,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         duration: args.duration,
         keys: args.keys,
         prefill: args.prefill,
-        seed: args.seed.unwrap_or_else(crate::keys::random_seed),
+        seed: args.run.seed.unwrap_or_else(crate::keys::random_seed),
         capacity: capacity as u64,
     };
     let report = run(filter.as_ref(), &config)?;
@@ -228,28 +169,4 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         return Ok(Outcome::CheckFailed);
     }
     Ok(Outcome::Success)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mix_parses_weights_and_rejects_nonsense() {
-        let m: Mix = "read=90,insert=9,remove=1".parse().unwrap();
-        assert_eq!((m.read, m.insert, m.remove), (90, 9, 1));
-        let m: Mix = "insert=1".parse().unwrap();
-        assert_eq!((m.read, m.insert, m.remove), (0, 1, 0));
-        for bad in [
-            "",
-            "read=0",
-            "read",
-            "read=x",
-            "read=-1",
-            "write=5",
-            "read=99999999999",
-        ] {
-            assert!(bad.parse::<Mix>().is_err(), "{bad:?} should not parse");
-        }
-    }
 }

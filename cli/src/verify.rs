@@ -1,7 +1,8 @@
 //! `koel verify`: checksum and invariants of a filter file.
 
 use crate::filter_file::{self, FileProblem};
-use crate::{human, Outcome};
+use crate::human::HumanCount;
+use crate::Outcome;
 use std::path::PathBuf;
 
 const EXAMPLES: &str = "\
@@ -65,7 +66,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     println!(
         "{}: OK ({what}, {} {}, {all})",
         path.display(),
-        human::count(items),
+        HumanCount(items),
         if kind == koel::FilterKind::Bloom {
             "bits set"
         } else {

@@ -7,18 +7,13 @@ mod common;
 
 use common::{assert_one_line_error, koel};
 use koel::{Filter, FilterKind, InsertError};
-use koel_cli::dedup::{self, KeySpec, Options};
+use koel_cli::dedup::{self, Options};
 use koel_cli::filters::CliFilter;
+use koel_cli::input::KeySpec;
+use koel_cli::keys::mix64 as mix;
 use std::collections::HashSet;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// `n` records `key,payload`; about one in three repeats an earlier key
 /// (with a different payload), and record lengths vary from ~10 to ~90
@@ -320,6 +315,7 @@ fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
             strip_cr: false,
         },
         chunk_bytes: 1024,
+        exact: None,
     };
     let err = dedup::run(&filter, &mut input.as_bytes(), &mut out, options, &|_| {}).unwrap_err();
     let msg = format!("{err:#}");
@@ -328,7 +324,7 @@ fn a_full_filter_stops_the_run_with_an_error_naming_the_fix() {
 }
 
 fn thousands(n: usize) -> String {
-    koel_cli::human::count(n as u64)
+    koel_cli::human::HumanCount(n as u64).to_string()
 }
 
 #[test]
@@ -633,4 +629,26 @@ fn a_seeded_lossy_run_is_reproducible_on_any_number_of_threads() {
         );
         assert!(again == first, "seeded run on {threads} threads differs");
     }
+}
+
+#[test]
+fn quiet_dedup_prints_the_records_and_nothing_else() {
+    let run = |extra: &[&str]| {
+        koel()
+            .arg("dedup")
+            .args(extra)
+            .write_stdin("a\nb\na\n")
+            .output()
+            .unwrap()
+    };
+    let quiet = run(&["-q", "-j", "2"]);
+    assert!(quiet.status.success());
+    assert_eq!(quiet.stdout, b"a\nb\n");
+    assert!(quiet.stderr.is_empty(), "{quiet:?}");
+    let loud = run(&["--quiet", "--threads", "2"]);
+    assert_eq!(loud.stdout, b"a\nb\n");
+    assert!(loud.stderr.is_empty(), "{loud:?}");
+    let summary = run(&["-j", "1"]);
+    assert_eq!(summary.stdout, b"a\nb\n");
+    assert!(String::from_utf8_lossy(&summary.stderr).starts_with("koel dedup: 3 records in"));
 }

@@ -229,7 +229,10 @@ fn build_writes_through_a_symbolic_link() {
         .unwrap()
         .file_type()
         .is_symlink());
-    assert_eq!(koel_cli::build::load_any(&real).unwrap().snapshot().len, 2);
+    assert_eq!(
+        koel_cli::filter_file::open(&real).unwrap().snapshot().len,
+        2
+    );
 }
 
 /// Runs `koel args` with a stdout pipe whose reader has already gone
@@ -306,7 +309,7 @@ fn a_closed_stdout_ends_every_command_quietly_as_sigpipe() {
         );
     }
     // `build` saved its file before it printed anything.
-    assert!(koel_cli::build::load_any(&built).is_ok());
+    assert!(koel_cli::filter_file::open(&built).is_ok());
 }
 
 #[test]

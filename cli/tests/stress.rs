@@ -359,3 +359,25 @@ fn bloom_kind_passes_the_check_and_refuses_removes() {
         "cannot remove",
     );
 }
+
+#[test]
+fn short_flags_run_stress_quietly_with_its_report() {
+    let out = koel()
+        .args([
+            "stress",
+            "-q",
+            "-j",
+            "1",
+            "--duration",
+            "0.2",
+            "--items",
+            "5000",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(stdout.contains("; 1 threads;"), "{stdout}");
+    assert!(stdout.contains("check        OK"), "{stdout}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+}

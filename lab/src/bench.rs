@@ -342,7 +342,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output directory {}", args.out.display()))?;
     // Fail before a run of minutes, not after it.
-    koel_cli::check_writable(&args.out.join("report.md"))?;
+    koel_cli::output::check(&args.out.join("report.md"))?;
     let started = Instant::now();
     let results = run(config, &args.out)?;
     let total_secs = started.elapsed().as_secs_f64();

@@ -1,7 +1,7 @@
 //! `koel-lab`: the research harness's command line.
 
 use clap::{Parser, Subcommand};
-use koel_cli::{usage_error, EXIT_ERROR};
+use koel_cli::{exit, usage_error};
 use koel_lab::bench;
 use std::process::ExitCode;
 
@@ -29,12 +29,5 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => bench::main(args),
     };
-    match result {
-        Ok(outcome) => ExitCode::from(outcome.code()),
-        Err(e) => {
-            // `{:#}` prints the whole context chain on one line.
-            eprintln!("koel-lab: error: {e:#}");
-            ExitCode::from(EXIT_ERROR)
-        }
-    }
+    exit("koel-lab", result)
 }

@@ -11,40 +11,13 @@
 
 use super::exact::ExactSet;
 use crate::filters::CliFilter;
+use crate::input::KeySpec;
 use anyhow::{anyhow, Context};
 use koel::InsertError;
 use std::io::{Read, Write};
 use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
-
-/// Where the key of a record is.
-#[derive(Clone, Copy, Debug)]
-pub struct KeySpec {
-    /// The 1-based field holding the key, or the whole line.
-    pub field: Option<usize>,
-    /// Field delimiter.
-    pub delimiter: u8,
-    /// Strip one trailing `\r` (CRLF line ends) before finding the key:
-    /// `build`'s key lists, so that they match `query`'s. `dedup` keeps it:
-    /// a record and its key are bytes, CR included.
-    pub strip_cr: bool,
-}
-
-impl KeySpec {
-    /// The key of `line`, or `None` if it has fewer fields than `field`.
-    #[inline]
-    pub fn key<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
-        let line = match line {
-            [rest @ .., b'\r'] if self.strip_cr => rest,
-            _ => line,
-        };
-        match self.field {
-            None => Some(line),
-            Some(k) => line.split(|&b| b == self.delimiter).nth(k - 1),
-        }
-    }
-}
 
 /// How to run.
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +28,11 @@ pub struct Options {
     pub key: KeySpec,
     /// Bytes per chunk (a line longer than this makes its chunk longer).
     pub chunk_bytes: usize,
+    /// `dedup --exact`: every key the filter takes for a duplicate is
+    /// confirmed against an exact set of key hashes seeded with this (see
+    /// the `exact` module), so the output is exactly the first record of
+    /// each key.
+    pub exact: Option<u64>,
 }
 
 /// Counts of a finished run.
@@ -68,12 +46,12 @@ pub struct Totals {
     pub records_out: u64,
     /// Records without the key field, passed through unchanged.
     pub missing_field: u64,
-    /// Records that `insert_unique` reported new (with [`run_exact`],
-    /// plus the filter's false positives that the exact set caught).
+    /// Records that `insert_unique` reported new (with
+    /// [`Options::exact`], plus the filter's false positives that the exact set caught).
     pub new_keys: u64,
 }
 
-/// What the exact sets of [`run_exact`] held at the end.
+/// What the exact sets of [`Options::exact`] held at the end.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExactTotals {
     /// Distinct keys.
@@ -170,12 +148,10 @@ impl<'p> Chunk<'p> {
         let mut start = 0;
         for i in 1..=n {
             let target = data.len() * i / n;
-            let end = if i == n || target <= start {
-                if i == n {
-                    data.len()
-                } else {
-                    continue;
-                }
+            let end = if i == n {
+                data.len()
+            } else if target <= start {
+                continue;
             } else {
                 memchr::memchr(b'\n', &data[target..]).map_or(data.len(), |p| target + p + 1)
             };
@@ -283,48 +259,21 @@ struct Verdict {
 const DEPTH: usize = 4;
 
 /// Dedups `input` into `output` with `filter`. `progress` is called with
-/// the bytes of each chunk read.
+/// the bytes of each chunk read. With [`Options::exact`], what the exact
+/// sets held comes back too.
 ///
 /// # Errors
 ///
-/// Reading or writing failed, or the filter is full; the message says which.
+/// Reading or writing failed, or the filter is full, or (with
+/// [`Options::exact`]) no memory is left for the exact set; the message
+/// says which.
 pub fn run<F: CliFilter + ?Sized>(
     filter: &F,
     input: &mut (dyn Read + Send),
     output: &mut (dyn Write + Send),
     options: Options,
     progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<Totals> {
-    run_with(filter, input, output, options, None, progress).map(|(totals, _)| totals)
-}
-
-/// [`run`] losing nothing (`dedup --exact`): every key the filter takes
-/// for a duplicate is confirmed against an exact set of key hashes
-/// (seeded with `exact_seed`; see the `exact` module), so the output is
-/// exactly the first record of each key.
-///
-/// # Errors
-///
-/// As [`run`], and running out of memory for the exact set.
-pub fn run_exact<F: CliFilter + ?Sized>(
-    filter: &F,
-    input: &mut (dyn Read + Send),
-    output: &mut (dyn Write + Send),
-    options: Options,
-    exact_seed: u64,
-    progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<(Totals, ExactTotals)> {
-    run_with(filter, input, output, options, Some(exact_seed), progress)
-}
-
-fn run_with<F: CliFilter + ?Sized>(
-    filter: &F,
-    input: &mut (dyn Read + Send),
-    output: &mut (dyn Write + Send),
-    options: Options,
-    exact_seed: Option<u64>,
-    progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<(Totals, ExactTotals)> {
+) -> anyhow::Result<(Totals, Option<ExactTotals>)> {
     let threads = options.threads.max(1);
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -337,7 +286,7 @@ fn run_with<F: CliFilter + ?Sized>(
             to_workers.push(chunk_tx);
             verdicts.push(verdict_rx);
             workers.push(scope.spawn(move || {
-                let exact = exact_seed.map(ExactSet::new);
+                let exact = options.exact.map(ExactSet::new);
                 work(filter, j, threads, options.key, exact, chunk_rx, verdict_tx)
             }));
         }
@@ -379,7 +328,7 @@ fn run_with<F: CliFilter + ?Sized>(
         totals.records_out = written.records_out;
         totals.missing_field = written.missing_field;
         totals.new_keys = written.new_keys;
-        Ok((totals, exact))
+        Ok((totals, options.exact.map(|_| exact)))
     })
 }
 
@@ -459,14 +408,15 @@ fn work<F: CliFilter + ?Sized>(
     for chunk in chunks {
         // Cut our own piece first, in parallel with the other workers; the
         // others are cut by whoever gets there first (the rest wait).
+        let prepared = |p: usize| chunk.prepared(p, key, threads, filter);
         if j < chunk.pieces.len() {
-            chunk.prepared(j, key, threads, filter);
+            prepared(j);
         }
         let mut keys_here = recycle(std::mem::take(&mut spare_keys));
         at.clear();
         for (p, piece) in chunk.pieces.iter().enumerate() {
             let data = &chunk.data[piece.range.clone()];
-            for r in &chunk.prepared(p, key, threads, filter).parts[j] {
+            for r in &prepared(p).parts[j] {
                 keys_here.push(&data[r.start..r.end]);
                 at.push((p as u32, r.line));
             }
@@ -480,16 +430,7 @@ fn work<F: CliFilter + ?Sized>(
             caught += confirm(filter, exact, &keys_here, &mut new)?;
         }
         let mut keep: Vec<Vec<u64>> = (0..chunk.pieces.len())
-            .map(|p| {
-                vec![
-                    0u64;
-                    chunk
-                        .prepared(p, key, threads, filter)
-                        .ends
-                        .len()
-                        .div_ceil(64)
-                ]
-            })
+            .map(|p| vec![0u64; prepared(p).ends.len().div_ceil(64)])
             .collect();
         let mut new_keys = 0;
         for (&(p, line), _) in at.iter().zip(&new).filter(|(_, &is_new)| is_new) {
@@ -499,7 +440,7 @@ fn work<F: CliFilter + ?Sized>(
         let mut missing_field = 0;
         if j == 0 {
             for (p, bits) in keep.iter_mut().enumerate() {
-                let passthrough = &chunk.prepared(p, key, threads, filter).passthrough;
+                let passthrough = &prepared(p).passthrough;
                 for &line in passthrough {
                     bits[line as usize / 64] |= 1 << (line % 64);
                 }

@@ -2,7 +2,7 @@
 
 use super::check::CheckReport;
 use crate::filters::Snapshot;
-use crate::human;
+use crate::human::{self, HumanBytes, HumanCount};
 use crate::latency::LatencySummary;
 use std::fmt::Write as _;
 
@@ -98,14 +98,14 @@ impl StressReport {
             "koel stress: {}; {} threads; {} keys ({}); mix {}",
             self.filter,
             self.threads,
-            human::count(self.items),
+            HumanCount(self.items),
             self.keys,
             self.mix
         )?;
         write!(
             s,
             "prefill      {} keys in {:.2} s",
-            human::count(self.prefilled),
+            HumanCount(self.prefilled),
             self.prefill_secs
         )?;
         if self.start_generation > 0 {
@@ -115,7 +115,7 @@ impl StressReport {
         writeln!(
             s,
             "throughput   {} ops in {:.2} s: {}ops/s",
-            human::count(self.ops),
+            HumanCount(self.ops),
             self.duration_secs,
             human::rate(self.ops_per_sec)
         )?;
@@ -124,7 +124,7 @@ impl StressReport {
                 s,
                 "  {:<10} {:>14} {:>10}ops/s",
                 op.op,
-                human::count(op.count),
+                HumanCount(op.count).to_string(),
                 human::rate(op.per_sec)
             )?;
         }
@@ -145,16 +145,13 @@ impl StressReport {
             writeln!(s, " {:>9}", human::nanos(l.max_ns))?;
         }
         let snap = &self.snapshot;
-        write!(s, "filter       {} items", human::count(snap.len as u64))?;
-        if let (Some(load), Some(slots)) = (snap.load_factor, snap.slots) {
-            write!(
-                s,
-                ", load {:.1}% of {} slots",
-                load * 100.0,
-                human::count(slots as u64)
-            )?;
-        }
-        writeln!(s, ", {}", human::bytes(snap.memory_bytes as u64))?;
+        writeln!(
+            s,
+            "filter       {} items{}, {}",
+            HumanCount(snap.len as u64),
+            snap.load_text(),
+            HumanBytes(snap.memory_bytes as u64)
+        )?;
         write!(
             s,
             "             generation {}, growth events {}",
@@ -162,12 +159,12 @@ impl StressReport {
             self.growth_events.len()
         )?;
         if let Some(d) = snap.displacements {
-            write!(s, ", displacements {}", human::count(d))?;
+            write!(s, ", displacements {}", HumanCount(d))?;
         }
         writeln!(
             s,
             ", inserts refused {}",
-            human::count(self.check.inserts_refused_full)
+            HumanCount(self.check.inserts_refused_full)
         )?;
         for g in &self.growth_events {
             writeln!(
@@ -175,7 +172,7 @@ impl StressReport {
                 "             grew to generation {} at {:.1} s ({} items)",
                 g.generation,
                 g.t_secs,
-                human::count(g.len)
+                HumanCount(g.len)
             )?;
         }
         let c = &self.check;
@@ -185,8 +182,8 @@ impl StressReport {
                 s,
                 ", measured {:.1e} ({} of {} never-inserted keys)",
                 m,
-                human::count(c.fpr_probe_hits),
-                human::count(c.fpr_probes)
+                HumanCount(c.fpr_probe_hits),
+                HumanCount(c.fpr_probes)
             )?,
             None => writeln!(s, ", not measured")?,
         }
@@ -195,17 +192,17 @@ impl StressReport {
         } else {
             format!(
                 "FAILED: {} false negatives ({} in reads, {} in inserts/removes, {} in the final sweep)",
-                human::count(c.false_negatives()),
-                human::count(c.live_false_negatives),
-                human::count(c.write_false_negatives),
-                human::count(c.final_false_negatives)
+                HumanCount(c.false_negatives()),
+                HumanCount(c.live_false_negatives),
+                HumanCount(c.write_false_negatives),
+                HumanCount(c.final_false_negatives)
             )
         };
         writeln!(
             s,
             "check        {verdict}; {} reads of present keys checked, {} present keys swept at the end",
-            human::count(c.checked_reads),
-            human::count(c.final_present_keys)
+            HumanCount(c.checked_reads),
+            HumanCount(c.final_present_keys)
         )?;
         Ok(())
     }

@@ -2,8 +2,8 @@
 //! timeline, and the final sweep.
 
 use super::check::{CheckReport, Truth};
+use super::mix::Mix;
 use super::report::{GrowthEvent, OpReport, StressReport, TimelinePoint};
-use super::Mix;
 use crate::filters::CliFilter;
 use crate::keys::{key_bytes, mix64, FastRng, KeyDist, KeyGen};
 use crate::latency::Latency;
@@ -444,32 +444,25 @@ const FPR_PROBES: u64 = 1 << 20;
 /// Looks up every key the truth says is present, and `FPR_PROBES` keys that
 /// were never inserted, on all threads.
 fn final_sweep(shared: &Shared<'_>, check: &mut CheckReport) {
-    let config = shared.config;
-    let threads = config.threads;
-    let probes = (config.items..config.items + FPR_PROBES).collect::<Vec<u64>>();
+    let items = shared.config.items;
+    let probes: Vec<u64> = (items..items + FPR_PROBES).collect();
     check.fpr_probes = FPR_PROBES;
-    check.fpr_probe_hits = std::thread::scope(|scope| {
-        let workers: Vec<_> = probes
-            .chunks(probes.len().div_ceil(threads))
-            .map(|keys| {
-                scope.spawn(move || {
-                    let mut buf = [0u8; 32];
-                    let f = shared.filter;
-                    keys.iter()
-                        .filter(|&&k| {
-                            f.contains_hash(f.hash_bytes(key_bytes(config.keys, k, &mut buf)))
-                        })
-                        .count() as u64
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
-    });
+    check.fpr_probe_hits = lookups(shared, &probes, true).len() as u64;
     let present: Vec<u64> = shared.truth.present_keys().collect();
     check.final_present_keys = present.len() as u64;
-    let chunk = present.len().div_ceil(threads).max(1);
-    let missed: Vec<Vec<u64>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = present
+    for k in lookups(shared, &present, false) {
+        check.final_false_negatives += 1;
+        check.example(k);
+    }
+}
+
+/// The keys of `keys` whose lookup answers `found`, looked up on all
+/// threads.
+fn lookups(shared: &Shared<'_>, keys: &[u64], found: bool) -> Vec<u64> {
+    let (config, f) = (shared.config, shared.filter);
+    let chunk = keys.len().div_ceil(config.threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = keys
             .chunks(chunk)
             .map(|keys| {
                 scope.spawn(move || {
@@ -477,8 +470,8 @@ fn final_sweep(shared: &Shared<'_>, check: &mut CheckReport) {
                     keys.iter()
                         .copied()
                         .filter(|&k| {
-                            let f = shared.filter;
-                            !f.contains_hash(f.hash_bytes(key_bytes(config.keys, k, &mut buf)))
+                            let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
+                            f.contains_hash(h) == found
                         })
                         .collect::<Vec<u64>>()
                 })
@@ -486,13 +479,9 @@ fn final_sweep(shared: &Shared<'_>, check: &mut CheckReport) {
             .collect();
         workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_default())
+            .flat_map(|w| w.join().unwrap_or_default())
             .collect()
-    });
-    for k in missed.into_iter().flatten() {
-        check.final_false_negatives += 1;
-        check.example(k);
-    }
+    })
 }
 
 #[cfg(test)]

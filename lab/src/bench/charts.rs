@@ -3,7 +3,7 @@
 //! panels of a drawing.
 
 use super::BenchResults;
-use koel_cli::plot::tick_nanos;
+use koel_cli::human::{self, HumanBytes, HumanCount};
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -454,7 +454,7 @@ fn latency(root: &Area<'_>, r: &BenchResults) -> DrawResult {
             y_desc: "latency",
             x: -0.2..PCT_NAMES.len() as f64 - 0.8,
             x_fmt: &x_fmt,
-            y_fmt: &|y| tick_nanos(*y),
+            y_fmt: &|y| human::nanos(*y as u64),
             legend: SeriesLabelPosition::UpperLeft,
             x_ticks: PCT_NAMES.len(),
             shade: None,
@@ -499,7 +499,7 @@ fn throughput(root: &Area<'_>, r: &BenchResults) -> DrawResult {
     Bars {
         title: format!(
             "Single-thread throughput, {} items at rated capacity",
-            koel_cli::human::count(r.config.items)
+            HumanCount(r.config.items)
         ),
         y_desc: "million operations / s",
         categories,
@@ -689,8 +689,8 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
     let memory = vec![Series {
         name: format!(
             "memory_usage(): peak {}, final {}",
-            koel_cli::human::bytes(g.memory_peak),
-            koel_cli::human::bytes(g.memory_final)
+            HumanBytes(g.memory_peak),
+            HumanBytes(g.memory_final)
         ),
         color: COLORS[0],
         points: g
@@ -704,8 +704,8 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
         title: format!(
             "{}: growing from {} to {} items ({} doublings)",
             g.layout,
-            koel_cli::human::count(g.start_capacity),
-            koel_cli::human::count(g.items),
+            HumanCount(g.start_capacity),
+            HumanCount(g.items),
             g.generations
         ),
         x_desc: "items inserted",
@@ -744,13 +744,13 @@ fn growth(root: &Area<'_>, g: &super::growth::GrowthRow) -> DrawResult {
         title: format!(
             "Insert latency while growing (one thread, {} slices of {} inserts; log scale)",
             g.timeline.len(),
-            koel_cli::human::count(g.items / g.timeline.len().max(1) as u64)
+            HumanCount(g.items / g.timeline.len().max(1) as u64)
         ),
         x_desc: "items inserted",
         y_desc: "latency",
         x: 0.0..items,
         x_fmt: &x_fmt,
-        y_fmt: &|y| tick_nanos(*y),
+        y_fmt: &|y| human::nanos(*y as u64),
         legend: SeriesLabelPosition::UpperRight,
         x_ticks: 11,
         shade,

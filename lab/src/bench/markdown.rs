@@ -4,7 +4,7 @@
 use super::charts::{millions, Plots};
 use super::common::{FprCheck, OpMeasure};
 use super::BenchResults;
-use koel_cli::human;
+use koel_cli::human::{self, HumanBytes, HumanCount};
 use std::fmt::Write as _;
 
 fn ns(v: u64) -> String {
@@ -34,8 +34,8 @@ fn yes(b: bool) -> &'static str {
 fn fpr_cells(f: &FprCheck) -> String {
     format!(
         "{} / {} = {} | {} | {}",
-        human::count(f.false_positives),
-        human::count(f.trials),
+        HumanCount(f.false_positives),
+        HumanCount(f.trials),
         sci(f.measured),
         sci(f.estimate),
         yes(f.within_bound)
@@ -63,8 +63,8 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
         s,
         "`koel-lab bench{}` — {} items per filter, {} never-inserted keys per FPR probe, seed {}, {} cores{}, {:.0} s in all.\n",
         if c.quick { " --quick" } else { "" },
-        human::count(c.items),
-        human::count(c.negatives),
+        HumanCount(c.items),
+        HumanCount(c.negatives),
         c.seed,
         r.cores,
         r.load_average
@@ -154,14 +154,14 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             s,
             "| {} | {} | {:.0} ns | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {:.1}% |",
             i.layout,
-            human::count(i.attempted),
+            HumanCount(i.attempted),
             i.insert.mean_ns,
             ns(i.insert.pct("p50")),
             ns(i.insert.pct("p99")),
             ns(i.insert.pct("p99.9")),
             rate(i.ops_per_sec),
             rate(i.batch_ops_per_sec),
-            human::count(i.displacements),
+            HumanCount(i.displacements),
             i.displacements_per_insert,
             i.failed,
             sci(i.failure_rate),
@@ -195,7 +195,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             s,
             "| {} | {} | {:.4}% | {} | {} | {} | {} | {} |",
             d.layout,
-            human::count(d.remove.ops),
+            HumanCount(d.remove.ops),
             d.success_rate * 100.0,
             ns(d.remove.pct("p50")),
             ns(d.remove.pct("p99")),
@@ -220,7 +220,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             "| {} | {} ({}) | {} | {} | {} | {} |",
             d.layout,
             t.pairs,
-            human::count(t.keys_searched),
+            HumanCount(t.keys_searched),
             t.first_remove_ok,
             t.other_still_visible,
             t.removed_still_visible,
@@ -248,7 +248,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {:.2}% |",
             curve.layout,
-            human::count(curve.slots),
+            HumanCount(curve.slots),
             curve
                 .first_failure_load
                 .map_or("none".into(), |l| format!("{:.2}%", l * 100.0)),
@@ -271,7 +271,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
         s,
         "Each point is a `koel stress` run of {:.2} s on one shared filter of {} keys (half inserted first), uniform keys; its ground-truth checker counts false negatives. CAS retries (a bucket's compare-and-swap that lost a race) are `stats()` deltas over the run (prefill included); lookups count none, since they never write shared memory. Read latency: 1 op in 64 timed.\n",
         c.concurrency_duration.as_secs_f64(),
-        human::count(c.items)
+        HumanCount(c.items)
     );
     let _ = writeln!(
         s,
@@ -288,7 +288,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             x.speedup,
             ns(x.read_p50_ns),
             ns(x.read_p99_ns),
-            human::count(x.cas_retries),
+            HumanCount(x.cas_retries),
             x.retries_per_million_ops,
             x.false_negatives
         );
@@ -311,7 +311,7 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     let _ = writeln!(
         s,
         "Each filter at rated capacity is saved to a file (`save`: temporary file, fsync, rename, fsync of the directory) and loaded back (`load`, from the page cache), written to and read from memory (`write_to` / `read_from`), checked with `inspect`, and asked every inserted key and {} never-inserted ones, like the original. A copy with one payload byte flipped must be refused.\n",
-        human::count(c.negatives)
+        HumanCount(c.negatives)
     );
     let _ = writeln!(
         s,
@@ -323,15 +323,16 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             x.layout,
-            human::bytes(x.file_bytes),
+            HumanBytes(x.file_bytes),
             ms(x.save_secs),
             ms(x.load_secs),
             ms(x.write_to_secs),
             ms(x.read_from_secs),
             yes(x.checksum_valid),
-            x.header_items.map_or("-".to_string(), human::count),
+            x.header_items
+                .map_or("-".to_string(), |n| HumanCount(n).to_string()),
             yes(x.corruption_refused),
-            human::count(x.probes),
+            HumanCount(x.probes),
             x.mismatches
         );
     }
@@ -359,9 +360,9 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             s,
             "| {} | {} | {} | {} | {} / {} / {} | {} / {} / {} | {} / {} | {} / {} | {} / {} | {} | {} | {:.2} | {} | {} / {} |",
             g.layout,
-            human::count(g.start_capacity),
+            HumanCount(g.start_capacity),
             g.generations,
-            human::count(g.window_inserts),
+            HumanCount(g.window_inserts),
             ns(p(&g.insert_steady, "p50")),
             ns(p(&g.insert_steady, "p99")),
             ns(g.insert_steady.max_ns),
@@ -374,8 +375,8 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             ns(p(&g.lookup_steady, "p99")),
             ns(p(&g.lookup_window, "p50")),
             ns(p(&g.lookup_window, "p99")),
-            human::bytes(g.memory_peak),
-            human::bytes(g.memory_final),
+            HumanBytes(g.memory_peak),
+            HumanBytes(g.memory_final),
             g.memory_peak as f64 / g.memory_final.max(1) as f64,
             sci(g.final_false_positive_rate),
             g.failed_inserts,
@@ -395,8 +396,8 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
     let _ = writeln!(
         s,
         "One stream of {} operations per distribution through `insert_unique` into a 16-bit filter sized for the stream (so filters of duplicate-rich streams are lightly loaded), then every stream key looked up, then {} never-inserted keys of the same family.\n",
-        human::count(c.items),
-        human::count(c.negatives)
+        HumanCount(c.items),
+        HumanCount(c.negatives)
     );
     let _ = writeln!(
         s,
@@ -408,9 +409,9 @@ pub fn report(r: &BenchResults, plots: &Plots, total_secs: f64) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             d.name,
             d.description,
-            human::count(d.distinct),
-            human::count(d.answered_new),
-            human::count(d.len),
+            HumanCount(d.distinct),
+            HumanCount(d.answered_new),
+            HumanCount(d.len),
             rate(d.insert_unique_ops_per_sec),
             rate(d.lookup.ops_per_sec),
             ns(d.lookup.pct("p50")),

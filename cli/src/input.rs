@@ -1,9 +1,85 @@
-//! The input of `koel dedup`: files (or stdin) read one after the other.
+//! The input of `dedup` and `build`, taken the same way by both: files
+//! (or stdin) of records read one after the other, and where in a record
+//! its key is.
 
 use anyhow::Context;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+
+/// Records sized for when an input's size is unknown (stdin, pipes).
+pub const DEFAULT_EXPECTED: u64 = 10_000_000;
+
+/// The input options of `dedup` and `build`.
+#[derive(clap::Args, Debug)]
+pub struct InputArgs {
+    /// Input files, read in order ("-" is stdin) [default: stdin].
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// The same as FILE... (kept for scripts written for `build --input`).
+    #[arg(
+        long = "input",
+        short = 'i',
+        value_name = "FILE",
+        hide = true,
+        conflicts_with = "files"
+    )]
+    input: Vec<PathBuf>,
+    /// The key is this field (1-based) instead of the whole line.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub field: Option<u32>,
+    /// Field delimiter for --field: one byte, or "tab".
+    #[arg(long, default_value = "tab", value_parser = crate::parse::delimiter)]
+    pub delimiter: u8,
+}
+
+impl InputArgs {
+    /// The input paths as given (`-` is stdin; none means stdin).
+    pub fn paths(&self) -> &[PathBuf] {
+        if self.input.is_empty() {
+            &self.files
+        } else {
+            &self.input
+        }
+    }
+
+    /// Where the key is; `strip_cr` as in [`KeySpec`].
+    pub fn key(&self, strip_cr: bool) -> KeySpec {
+        KeySpec {
+            field: self.field.map(|f| f as usize),
+            delimiter: self.delimiter,
+            strip_cr,
+        }
+    }
+}
+
+/// Where the key of a record is.
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpec {
+    /// The 1-based field holding the key, or the whole line.
+    pub field: Option<usize>,
+    /// Field delimiter.
+    pub delimiter: u8,
+    /// Strip one trailing `\r` (CRLF line ends) before finding the key:
+    /// `build`'s key lists, so that they match `query`'s. `dedup` keeps it:
+    /// a record and its key are bytes, CR included.
+    pub strip_cr: bool,
+}
+
+impl KeySpec {
+    /// The key of `line`, or `None` if it has fewer fields than `field`.
+    #[inline]
+    pub fn key<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        let line = match line {
+            [rest @ .., b'\r'] if self.strip_cr => rest,
+            _ => line,
+        };
+        match self.field {
+            None => Some(line),
+            Some(k) => line.split(|&b| b == self.delimiter).nth(k - 1),
+        }
+    }
+}
 
 enum Source {
     Stdin,
@@ -76,15 +152,18 @@ impl Inputs {
             .sum()
     }
 
-    /// An estimate of the number of records (a little high), or `None` if
-    /// some input is not a regular file.
+    /// Records to size a filter for: the regular files' records (see
+    /// [`records`](Self::records)) with a little room, since a filter is
+    /// built for its capacity and not a slot more, plus
+    /// [`DEFAULT_EXPECTED`] if some input is stdin or a pipe.
     ///
     /// # Errors
     ///
     /// A file cannot be read.
-    pub fn estimate_records(&self) -> anyhow::Result<Option<u64>> {
+    pub fn expected_records(&self) -> anyhow::Result<u64> {
         let (records, unsized_input) = self.records()?;
-        Ok((!unsized_input).then(|| with_margin(records)))
+        let sized = records + records / 64 + 1000;
+        Ok(sized + if unsized_input { DEFAULT_EXPECTED } else { 0 })
     }
 
     /// Records in the regular files, and whether some input is not a
@@ -147,12 +226,6 @@ impl Inputs {
         }
         Ok((records, unsized_input))
     }
-}
-
-/// `records` plus a little room: a filter is built for its capacity, not a
-/// slot more.
-pub fn with_margin(records: u64) -> u64 {
-    records + records / 64 + 1000
 }
 
 fn read_error(path: &Path, e: io::Error) -> io::Error {

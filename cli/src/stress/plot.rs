@@ -1,9 +1,9 @@
 //! SVG plots of a stress run: throughput over time with growth events
 //! marked, and latency percentiles per operation.
 
-use crate::human;
+use super::report::StressReport;
+use crate::human::{self, HumanCount};
 use crate::latency::PERCENTILES;
-use crate::stress::StressReport;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -61,7 +61,7 @@ fn throughput(
                 "Throughput: {} threads, mix {}, {} keys ({}); {growth}",
                 r.threads,
                 r.mix,
-                human::count(r.items),
+                HumanCount(r.items),
                 r.keys
             ),
             ("sans-serif", 22),
@@ -168,7 +168,7 @@ fn latency(
                 String::new()
             }
         })
-        .y_label_formatter(&|y| tick_nanos(*y))
+        .y_label_formatter(&|y| human::nanos(*y as u64))
         .x_desc("percentile")
         .y_desc("latency")
         .label_style(("sans-serif", 17))
@@ -198,30 +198,4 @@ fn latency(
         .border_style(BLACK.mix(0.3))
         .draw()?;
     Ok(())
-}
-
-/// A short label for a log-scale tick: `100 ns`, `1 us`, `2.5 ms`.
-pub fn tick_nanos(ns: f64) -> String {
-    let (v, unit) = if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "us")
-    } else {
-        (ns, "ns")
-    };
-    let v = format!("{v:.1}");
-    format!("{} {unit}", v.trim_end_matches(".0"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tick_labels_are_short() {
-        assert_eq!(tick_nanos(100.0), "100 ns");
-        assert_eq!(tick_nanos(1000.0), "1 us");
-        assert_eq!(tick_nanos(2500.0), "2.5 us");
-        assert_eq!(tick_nanos(1e7), "10 ms");
-    }
 }

@@ -16,13 +16,13 @@
 //! sends every occurrence of a key to one worker, so two threads never
 //! race on one key across a rotation.
 
-use crate::filter_file::{self, Loaded};
 use crate::filters::{CliFilter, Snapshot};
-use anyhow::Context;
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
-use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::sync::{Arc, RwLock};
+
+/// Default bound on the false-positive rate of the chained filters
+/// together: the rate a single filter reaches after 64x growth.
+pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 
 /// One filter of the chain and how far it may grow.
 struct Stage {
@@ -92,27 +92,8 @@ impl FilterChain {
         }
     }
 
-    /// Loads a state file: a plain filter file, or a chain of them. The
-    /// loaded filters may not grow (see [`Stage::max_generation`]).
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be read, is damaged or foreign, or holds a Bloom
-    /// filter.
-    pub fn load(path: &Path, budget: f64) -> anyhow::Result<Self> {
-        let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
-            Loaded::Cuckoo(f) => vec![f],
-            Loaded::Chain(filters) => filters,
-            Loaded::Bloom(_) => anyhow::bail!(
-                "cannot load {}: it holds a bloom filter; a --state is a cuckoo filter",
-                path.display()
-            ),
-        };
-        Ok(Self::from_filters(filters, budget))
-    }
-
     /// A chain of loaded `filters` (at least one, hashing alike, as
-    /// [`filter_file::load`] returns them), which may not grow.
+    /// `filter_file::load` returns them), which may not grow.
     pub fn from_filters(filters: Vec<CuckooFilter>, budget: f64) -> Self {
         let (seed, bits) = (filters[0].seed(), filters[0].fingerprint_bits());
         let stages = filters
@@ -125,28 +106,11 @@ impl FilterChain {
         Self::from_stages(stages, seed, bits, budget)
     }
 
-    /// Saves the chain to `path` atomically: a plain filter file if it is
-    /// one filter, else a chain file.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error; `path` is then unchanged.
-    pub fn save(&self, path: &Path) -> anyhow::Result<()> {
+    /// Calls `f` with every filter, oldest first (to save them).
+    pub fn with_filters<R>(&self, f: impl FnOnce(&[&CuckooFilter]) -> R) -> R {
         let stages = self.snapshot_stages();
-        let context = || format!("cannot save --state {}", path.display());
-        if let [only] = &stages[..] {
-            return only.filter.save(path).with_context(context);
-        }
-        // The rule every output follows (`crate::output`): a temporary
-        // file that replaces `path` only once complete.
-        let mut out = koel::AtomicFile::create(path).with_context(context)?;
         let filters: Vec<&CuckooFilter> = stages.iter().map(|s| &s.filter).collect();
-        let written = (|| -> std::io::Result<()> {
-            let mut w = BufWriter::new(out.file());
-            filter_file::write_chain(&mut w, &filters)?;
-            w.flush()
-        })();
-        written.and_then(|()| out.commit()).with_context(context)
+        f(&filters)
     }
 
     /// The hash seed shared by every filter.
@@ -485,11 +449,7 @@ mod tests {
         for bits in [16, 12] {
             let chain = FilterChain::new(10_000, bits, Some(5), 1e-2).unwrap();
             let first = &chain.first.filter;
-            let mut h = 0x0123_4567_89AB_CDEFu64;
-            for _ in 0..100_000 {
-                h = h
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+            for h in (0..100_000).map(crate::keys::mix64) {
                 assert_eq!(
                     tag_of(h, bits),
                     first.placement(h).0,
@@ -498,23 +458,5 @@ mod tests {
                 assert!(chain.owner(h, 7) < 7);
             }
         }
-    }
-
-    #[test]
-    fn a_saved_chain_loads_back_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.koel");
-        let chain = FilterChain::new(1000, 16, Some(9), 1e-2).unwrap();
-        chain.chain_new(5000).unwrap();
-        for i in 0..3000u32 {
-            chain
-                .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
-                .unwrap();
-        }
-        chain.save(&path).unwrap();
-        let back = FilterChain::load(&path, 1e-2).unwrap();
-        assert_eq!(back.stages(), 2);
-        assert_eq!(back.seed(), 9);
-        assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));
     }
 }

@@ -1,0 +1,45 @@
+//! Options several commands share, defined once and flattened into each
+//! command's own (`#[command(flatten)]`), so that they read alike
+//! everywhere.
+
+use crate::parse;
+
+/// How a command runs: `-j/--threads`, `-q/--quiet`, `--seed`
+/// (`stress`, `dedup`, `build`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct RunArgs {
+    /// Worker threads [default: the number of cores].
+    #[arg(short = 'j', long = "threads", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+    /// Prints only errors and the output itself: no progress bar, no
+    /// summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Hash seed [default: random].
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl RunArgs {
+    /// `--threads`, or the number of cores.
+    pub fn threads(&self) -> usize {
+        match self.threads {
+            Some(t) => t as usize,
+            None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// How large a filter, at what false-positive rate (`dedup`, `build`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct SizeArgs {
+    /// Distinct keys expected; sizes the filter [default: the input files' records, counted or sampled,
+    /// plus 10M for stdin].
+    #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
+    pub expected: Option<u64>,
+    /// Target false-positive rate: 1.2e-4 or more uses 16-bit tags,
+    /// 2.5e-3 or more 12-bit tags [default: 16-bit tags].
+    #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
+    pub fpr: Option<f64>,
+}
