@@ -116,7 +116,7 @@ impl CliFilter for BloomFilter {
     fn describe(&self) -> String {
         format!(
             "bloom, {} bits set per key in one of {} 64-byte blocks",
-            self.hashes(),
+            self.bits_per_key(),
             self.blocks()
         )
     }
