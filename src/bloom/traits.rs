@@ -116,7 +116,7 @@ impl<K: Hash> Extend<K> for BloomFilter {
 /// (&*f).extend(["a", "b", "c"]);
 /// assert!(f.contains("b"));
 /// ```
-impl<'a, K: Hash> Extend<K> for &'a BloomFilter {
+impl<K: Hash> Extend<K> for &BloomFilter {
     fn extend<I: IntoIterator<Item = K>>(&mut self, items: I) {
         extend(self, items)
     }
@@ -202,7 +202,7 @@ mod parallel {
     /// assert!((0..50_000u64).all(|k| f.contains(&k)));
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
-    impl<'a, K: Hash + Send> ParallelExtend<K> for &'a BloomFilter {
+    impl<K: Hash + Send> ParallelExtend<K> for &BloomFilter {
         fn par_extend<I: IntoParallelIterator<Item = K>>(&mut self, items: I) {
             par_extend(self, items)
         }

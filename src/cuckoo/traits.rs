@@ -173,7 +173,7 @@ impl<K: Hash> Extend<K> for CuckooFilter {
 /// assert!(f.contains("b"));
 /// assert_eq!(f.len(), 3);
 /// ```
-impl<'a, K: Hash> Extend<K> for &'a CuckooFilter {
+impl<K: Hash> Extend<K> for &CuckooFilter {
     fn extend<I: IntoIterator<Item = K>>(&mut self, items: I) {
         extend(self, items)
     }
@@ -300,7 +300,7 @@ mod parallel {
     /// assert!((0..50_000u64).all(|k| f.contains(&k)));
     /// ```
     #[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
-    impl<'a, K: Hash + Send> ParallelExtend<K> for &'a CuckooFilter {
+    impl<K: Hash + Send> ParallelExtend<K> for &CuckooFilter {
         fn par_extend<I: IntoParallelIterator<Item = K>>(&mut self, items: I) {
             par_extend(self, items)
         }
