@@ -31,6 +31,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! `insert` adds a copy (a multiset, as in the cuckoo filter paper and
+//! RedisBloom's `CF.ADD`); `insert_unique` is `HashSet::insert`'s set
+//! semantics. Both filter kinds implement `Clone` (a consistent copy, also
+//! while other threads write), `Default`, `FromIterator`, and `Extend` on
+//! the shared `&filter` as well as the owned one, so a filter behind an
+//! `Arc` can be extended: `(&*filter).extend(keys)`.
+//!
 //! ## Consistency
 //!
 //! Every operation is linearizable on the multiset of tags:
@@ -150,6 +157,8 @@
 // docs.rs builds with `--cfg docsrs` on nightly: show the feature that
 // gates each item (`rayon`).
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `loom` is the test models' cfg, never a user's: not worth a badge.
+#![cfg_attr(docsrs, doc(auto_cfg(hide(loom))))]
 
 mod advise;
 mod bloom;

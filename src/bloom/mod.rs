@@ -64,6 +64,14 @@ use with_rounds;
 /// once it holds its capacity. It cannot remove items (use
 /// [`CuckooFilter`](crate::CuckooFilter) for that).
 ///
+/// It is a set: inserting a key twice is the same as once (as
+/// `HashSet::insert`), and there is no count and no remove. Like the
+/// cuckoo filter it has [`with_capacity`](Self::with_capacity), batch
+/// calls, `Clone`, `Default`, `FromIterator` and `Extend` on `&BloomFilter`
+/// (for a filter behind an `Arc`); its inserts never fail, so its batch
+/// insert returns a count rather than a
+/// [`BatchInsertError`](crate::BatchInsertError).
+///
 /// Each key touches one cache-line-aligned 64-byte block: `contains` reads
 /// that one cache line (one word of it for most absent keys) and never
 /// writes; `insert` sets `k`
