@@ -145,7 +145,7 @@ impl LossyFilter {
     /// Whether this insert is one to lose.
     fn lose(&self) -> bool {
         // Relaxed: a plain counter; which insert is lost does not matter.
-        (self.inserts.fetch_add(1, Ordering::Relaxed) + 1) % self.drop_every == 0
+        (self.inserts.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(self.drop_every)
     }
 }
 
