@@ -17,12 +17,27 @@ fn mix(mut z: u64) -> u64 {
 }
 
 const WRITERS: u64 = 2;
-/// Keys per writer: enough for five doublings of a 10,000-item table, so
-/// clones race displacements and migrations.
+/// Keys per cuckoo writer: enough for five doublings of a 10,000-item
+/// table, so clones race displacements and migrations.
 const PER_WRITER: u64 = 150_000;
+/// Keys per Bloom writer: Bloom inserts are faster, and the writers must
+/// outlast a few clones.
+const PER_BLOOM_WRITER: u64 = 1_000_000;
 
 fn writer_key(w: u64, i: u64) -> u64 {
-    mix(w * PER_WRITER + i)
+    mix(w << 32 | i)
+}
+
+/// The keys a clone must hold, given how many each writer had finished
+/// before it: every one of the last 4096 per writer (the ones most likely
+/// in flight), and every 7th before them (key 0 included), so a check
+/// stays short next to the writers.
+fn earlier_keys(before: &[usize; WRITERS as usize]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    (0..WRITERS).flat_map(move |w| {
+        let n = before[w as usize] as u64;
+        let recent = n.saturating_sub(4096);
+        (0..recent).step_by(7).chain(recent..n).map(move |i| (w, i))
+    })
 }
 
 /// Runs `WRITERS` threads that insert their keys in order with `insert`,
@@ -30,6 +45,7 @@ fn writer_key(w: u64, i: u64) -> u64 {
 /// the per-writer counts read just before, until the writers end. Returns
 /// how many checks ran.
 fn race_writers(
+    per_writer: u64,
     insert: impl Fn(u64) + Sync,
     mut check: impl FnMut(&[usize; WRITERS as usize]),
 ) -> usize {
@@ -48,7 +64,7 @@ fn race_writers(
                     }
                 }
                 let _finished = Finished(running);
-                for i in 0..PER_WRITER {
+                for i in 0..per_writer {
                     insert(writer_key(w, i));
                     // Release: pairs with the Acquire load before a check,
                     // so the insert happens-before the clone.
@@ -67,38 +83,53 @@ fn race_writers(
 
 #[test]
 fn a_cuckoo_clone_taken_during_inserts_holds_every_earlier_key_and_counts_its_contents() {
-    let f = CuckooFilter::builder()
-        .capacity(10_000)
-        .seed(5)
-        .build()
-        .unwrap();
-    let mut clones_mid_run = 0;
-    let checks = race_writers(
-        |k| f.insert(&k).unwrap(),
-        |before| {
-            let g = f.clone();
-            for w in 0..WRITERS {
-                for i in 0..before[w as usize] as u64 {
+    // Rounds until a few clones began while the table was doubling (the
+    // case a word-by-word copy gets wrong), at most 20.
+    let mut during_growth = 0;
+    let mut rounds = 0;
+    let mut f;
+    loop {
+        rounds += 1;
+        f = CuckooFilter::builder()
+            .capacity(5_000)
+            .seed(rounds)
+            .build()
+            .unwrap();
+        let mut clones_mid_run = 0;
+        let checks = race_writers(
+            PER_WRITER,
+            |k| f.insert(&k).unwrap(),
+            |before| {
+                during_growth += usize::from(f.stats().migrating);
+                let g = f.clone();
+                for (w, i) in earlier_keys(before) {
                     assert!(
                         g.contains(&writer_key(w, i)),
                         "the clone lost writer {w}'s key {i} (inserted before the clone)"
                     );
                 }
-            }
-            let s = g.stats();
-            assert_eq!(g.len(), s.occupied_slots, "len is the clone's contents");
-            assert!(!s.migrating, "a clone starts with one table");
-            let earlier: usize = before.iter().sum();
-            assert!(g.len() >= earlier, "{} < {earlier}", g.len());
-            if earlier > 0 && earlier < (WRITERS * PER_WRITER) as usize {
-                clones_mid_run += 1;
-            }
-            assert_eq!((g.seed(), g.growth()), (f.seed(), f.growth()));
-        },
-    );
+                let s = g.stats();
+                assert_eq!(g.len(), s.occupied_slots, "len is the clone's contents");
+                assert!(!s.migrating, "a clone starts with one table");
+                let earlier: usize = before.iter().sum();
+                assert!(g.len() >= earlier, "{} < {earlier}", g.len());
+                if earlier > 0 && earlier < (WRITERS * PER_WRITER) as usize {
+                    clones_mid_run += 1;
+                }
+                assert_eq!((g.seed(), g.growth()), (f.seed(), f.growth()));
+            },
+        );
+        assert!(
+            clones_mid_run >= 2,
+            "{clones_mid_run} of {checks} clones raced the writers"
+        );
+        if during_growth >= 3 || rounds == 20 {
+            break;
+        }
+    }
     assert!(
-        clones_mid_run >= 2,
-        "{clones_mid_run} of {checks} clones raced the writers"
+        during_growth >= 1,
+        "no clone in {rounds} rounds began during a doubling"
     );
     let s = f.stats();
     assert!(s.growths >= 3 && s.displacements > 1000, "{s:?}");
@@ -122,27 +153,26 @@ fn a_cuckoo_clone_taken_during_inserts_holds_every_earlier_key_and_counts_its_co
 #[test]
 fn a_bloom_clone_taken_during_inserts_holds_every_earlier_key() {
     let f = BloomFilter::builder()
-        .capacity((WRITERS * PER_WRITER) as usize)
+        .capacity((WRITERS * PER_BLOOM_WRITER) as usize)
         .seed(5)
         .build()
         .unwrap();
     let mut clones_mid_run = 0;
     race_writers(
+        PER_BLOOM_WRITER,
         |k| {
             f.insert(&k);
         },
         |before| {
             let g = f.clone();
-            for w in 0..WRITERS {
-                for i in 0..before[w as usize] as u64 {
-                    assert!(
-                        g.contains(&writer_key(w, i)),
-                        "the clone lost writer {w}'s key {i} (inserted before the clone)"
-                    );
-                }
+            for (w, i) in earlier_keys(before) {
+                assert!(
+                    g.contains(&writer_key(w, i)),
+                    "the clone lost writer {w}'s key {i} (inserted before the clone)"
+                );
             }
             let earlier: usize = before.iter().sum();
-            if earlier > 0 && earlier < (WRITERS * PER_WRITER) as usize {
+            if earlier > 0 && earlier < (WRITERS * PER_BLOOM_WRITER) as usize {
                 clones_mid_run += 1;
             }
             assert_eq!(
@@ -195,7 +225,8 @@ fn extend_past_a_fixed_filters_room_panics_naming_the_fallible_call() {
 fn from_iterator_and_default_build_working_filters() {
     let c: CuckooFilter = (0..5000u32).chain(0..5000).collect();
     assert_eq!(c.len(), 10_000, "a key given twice is stored twice");
-    assert!((0..5000u32).all(|k| c.count(&k) == 2));
+    // At least 2: a tag collision with another key may add to a count.
+    assert!((0..5000u32).all(|k| c.count(&k) >= 2));
     let b: BloomFilter = (0..5000u32).collect();
     assert_eq!(b.capacity(), 5000);
     assert!((0..5000u32).all(|k| b.contains(&k)));
