@@ -167,7 +167,7 @@ impl Peer for Koel {
         // insert_many stops at a refused key: count it, go on after it.
         while let Err(e) = self.f.insert_many(keys) {
             refused += 1;
-            keys = &keys[e.inserted + 1..];
+            keys = &keys[e.failed_at + 1..];
         }
         refused
     }

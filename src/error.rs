@@ -467,30 +467,15 @@ mod tests {
         check(&insert_samples(), insert_variant, 5);
         check(&union_samples(), union_variant, 3);
         check(&advise_samples(), advise_variant, 4);
-        // The batch errors wrap an `InsertError`: its whole message, and
+        // The batch error wraps an `InsertError`: its whole message, and
         // how far the batch got.
         for (error, _) in insert_samples() {
-            let batch = crate::BatchInsertError {
-                inserted: 17,
-                error,
-            };
+            let batch = crate::BatchInsertError::new(17, 20, error);
             assert_eq!(
                 batch.to_string(),
-                format!("batch insert stopped after 17 keys: {error}")
+                format!("batch insert stopped at key 20 with 17 keys inserted: {error}")
             );
             assert!(std::error::Error::source(&batch).is_none());
-            #[cfg(all(feature = "rayon", not(loom)))]
-            {
-                let parallel = crate::ParInsertError {
-                    inserted: 17,
-                    error,
-                };
-                assert_eq!(
-                    parallel.to_string(),
-                    format!("parallel insert stopped with 17 keys inserted: {error}")
-                );
-                assert!(std::error::Error::source(&parallel).is_none());
-            }
         }
     }
 

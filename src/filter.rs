@@ -75,8 +75,11 @@ pub trait Filter: Send + Sync {
     /// not, `None` if this kind cannot remove (Bloom).
     fn remove_hash(&self, hash: u64) -> Option<bool>;
 
-    /// Items stored (exact for a cuckoo filter without concurrent writers;
-    /// an estimate from the bits set for a Bloom filter).
+    /// Items stored. A cuckoo filter reads its counter (O(1); exact
+    /// without concurrent writers). A Bloom filter has no counter: this is
+    /// [`BloomFilter::len_estimate`](crate::BloomFilter::len_estimate),
+    /// which reads the whole bit array (O(memory), about a millisecond per
+    /// 10 MB); the Bloom filter has no inherent `len` for that reason.
     fn len(&self) -> usize;
 
     /// Whether [`len`](Self::len) is 0.

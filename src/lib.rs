@@ -31,6 +31,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! `insert` adds a copy (a multiset, as in the cuckoo filter paper and
+//! RedisBloom's `CF.ADD`); `insert_unique` is `HashSet::insert`'s set
+//! semantics. Both filter kinds implement `Clone` (a consistent copy, also
+//! while other threads write), `Default`, `FromIterator`, and `Extend` on
+//! the shared `&filter` as well as the owned one, so a filter behind an
+//! `Arc` can be extended: `(&*filter).extend(keys)`.
+//!
 //! ## Consistency
 //!
 //! Every operation is linearizable on the multiset of tags:
@@ -113,7 +120,8 @@
 //! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
 //! also prefetch. BENCHMARKS.md has measured numbers against other filters.
-//! With the default feature `rayon`, `par_contains`, `par_insert`,
+//! With the opt-in feature `rayon` (`koel = { version = "0.1", features =
+//! ["rayon"] }`), `par_contains`, `par_insert`,
 //! `par_insert_unique` and `ParallelExtend` run those batches on rayon's
 //! thread pool (one pin per chunk of 4096 keys). Tables of 4 MiB and more
 //! ask Linux for transparent huge pages; `stats().huge_pages` says whether
@@ -146,6 +154,11 @@
 //! every platform of one build.
 
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` on nightly: show the feature that
+// gates each item (`rayon`).
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// `loom` is the test models' cfg, never a user's: not worth a badge.
+#![cfg_attr(docsrs, doc(auto_cfg(hide(loom))))]
 
 mod advise;
 mod bloom;
@@ -171,6 +184,8 @@ pub use cuckoo::{
 pub use error::{AdviseError, BuildError, InsertError, UnionError};
 
 #[cfg(all(feature = "rayon", not(loom)))]
+#[allow(deprecated)]
+#[doc(hidden)]
 pub use cuckoo::ParInsertError;
 pub use filter::{Filter, FilterKind};
 /// Atomic, crash-safe replacement of a file, shared with the `koel`

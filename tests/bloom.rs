@@ -43,7 +43,7 @@ fn fpr_at_design_capacity_is_within_1_3x_of_target_and_bits_within_1_5x_of_class
             fpr / p,
             f.expected_false_positive_rate(1_000_000),
             bits / classic,
-            f.hashes()
+            f.bits_per_key()
         );
         assert!(fpr <= 1.3 * p, "p={p}: measured {fpr}");
         assert!(bits <= 1.5 * classic, "p={p}: {bits} bits/item");
@@ -144,7 +144,7 @@ fn union_contains_both_sets_and_refuses_mismatches() {
     }
     let other = build(lo, 1e-6, 11);
     assert_eq!(other.blocks(), a.blocks());
-    assert_eq!((a.hashes(), other.hashes()), (8, 16));
+    assert_eq!((a.bits_per_key(), other.bits_per_key()), (8, 16));
     assert_eq!(
         a.union(&other),
         Err(UnionError::DifferentHashes {

@@ -385,8 +385,8 @@ fn bloom_round_trip_answers_equal_the_original_for_a_million_probes() {
             koel::BloomFilter::read_from(&bytes[..]).unwrap(),
         ] {
             assert_eq!(
-                (g.hashes(), g.blocks(), g.seed(), g.capacity()),
-                (f.hashes(), f.blocks(), f.seed(), f.capacity())
+                (g.bits_per_key(), g.blocks(), g.seed(), g.capacity()),
+                (f.bits_per_key(), f.blocks(), f.seed(), f.capacity())
             );
             assert_eq!(
                 g.target_false_positive_rate(),
@@ -406,7 +406,7 @@ fn bloom_round_trip_answers_equal_the_original_for_a_million_probes() {
         }
         let info = koel::inspect(&bytes[..]).unwrap();
         assert_eq!(info.kind, FilterKind::Bloom);
-        assert_eq!(info.bits_per_key, f.hashes());
+        assert_eq!(info.bits_per_key, f.bits_per_key());
         assert_eq!(info.buckets, f.blocks());
         assert_eq!(info.sized_capacity, Some(500_000));
         assert_eq!(info.target_false_positive_rate, Some(rate));

@@ -350,7 +350,7 @@ impl CliFilter for FilterChain {
                         return Ok(());
                     }
                     Err(e) => {
-                        done += e.inserted;
+                        done += e.failed_at;
                         self.rotate_after(&stages, e.error)?;
                     }
                 }

@@ -132,7 +132,7 @@ impl CliFilter for BloomFilter {
     fn describe(&self) -> String {
         format!(
             "bloom, {} bits set per key in one of {} 64-byte blocks",
-            self.hashes(),
+            self.bits_per_key(),
             self.blocks()
         )
     }
@@ -161,7 +161,7 @@ impl LossyFilter {
     /// Whether this insert is one to lose.
     fn lose(&self) -> bool {
         // Relaxed: a plain counter; which insert is lost does not matter.
-        (self.inserts.fetch_add(1, Ordering::Relaxed) + 1) % self.drop_every == 0
+        (self.inserts.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(self.drop_every)
     }
 }
 

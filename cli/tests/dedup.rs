@@ -23,7 +23,7 @@ fn generate(n: u64) -> Vec<String> {
     (0..n)
         .map(|i| {
             let r = mix(i);
-            let id = if r % 3 == 0 && distinct > 0 {
+            let id = if r.is_multiple_of(3) && distinct > 0 {
                 mix(r) % distinct
             } else {
                 distinct += 1;

@@ -32,7 +32,7 @@ impl ExactDouble {
 
     fn loses_this_one(&self) -> bool {
         self.lose_every > 0
-            && (self.inserts.fetch_add(1, Ordering::Relaxed) + 1) % self.lose_every == 0
+            && (self.inserts.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(self.lose_every)
     }
 }
 

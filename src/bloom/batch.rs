@@ -76,7 +76,8 @@ impl BloomFilter {
     /// Inserts every key, like [`insert`](Self::insert) in a loop but with
     /// each key's block prefetched a few keys ahead. Returns how many
     /// inserts set a new bit (keys that were probably new, counting a key
-    /// repeated within the batch once).
+    /// repeated within the batch once). Never fails: a Bloom filter never
+    /// refuses a key (past its capacity its false-positive rate rises).
     ///
     /// ```
     /// let f = koel::BloomFilter::new(1000, 0.001);

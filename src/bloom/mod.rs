@@ -14,6 +14,7 @@ mod estimate;
 pub(crate) mod parts;
 mod sizing;
 mod storage;
+mod traits;
 
 pub use builder::{BloomFilterBuilder, DEFAULT_FALSE_POSITIVE_RATE};
 
@@ -62,6 +63,14 @@ use with_rounds;
 /// probably present, at the false-positive rate the filter was sized for
 /// once it holds its capacity. It cannot remove items (use
 /// [`CuckooFilter`](crate::CuckooFilter) for that).
+///
+/// It is a set: inserting a key twice is the same as once (as
+/// `HashSet::insert`), and there is no count and no remove. Like the
+/// cuckoo filter it has [`with_capacity`](Self::with_capacity), batch
+/// calls, `Clone`, `Default`, `FromIterator` and `Extend` on `&BloomFilter`
+/// (for a filter behind an `Arc`); its inserts never fail, so its batch
+/// insert returns a count rather than a
+/// [`BatchInsertError`](crate::BatchInsertError).
 ///
 /// Each key touches one cache-line-aligned 64-byte block: `contains` reads
 /// that one cache line (one word of it for most absent keys) and never
@@ -179,6 +188,30 @@ impl BloomFilter {
         }
     }
 
+    /// A filter for `items` items at the default false-positive rate
+    /// ([`DEFAULT_FALSE_POSITIVE_RATE`], 0.1%), with a random seed: the
+    /// Bloom counterpart of
+    /// [`CuckooFilter::with_capacity`](crate::CuckooFilter::with_capacity).
+    ///
+    /// # Panics
+    ///
+    /// If `items` is 0 or the table is too large to allocate, like
+    /// `Vec::with_capacity`. Use [`builder`](Self::builder) to get a
+    /// [`BuildError`](crate::BuildError) instead.
+    ///
+    /// ```
+    /// let f = koel::BloomFilter::with_capacity(1000);
+    /// assert_eq!(f.target_false_positive_rate(), koel::DEFAULT_FALSE_POSITIVE_RATE);
+    /// f.insert("x");
+    /// assert!(f.contains("x"));
+    /// ```
+    pub fn with_capacity(items: usize) -> Self {
+        match Self::builder().capacity(items).build() {
+            Ok(f) => f,
+            Err(e) => panic!("BloomFilter::with_capacity({items}): {e}"),
+        }
+    }
+
     /// The 64-bit hash of `key` under this filter's seed, for the `*_hash`
     /// methods. Hashing a byte slice gives the same value as
     /// [`Filter::hash_bytes`].
@@ -187,8 +220,11 @@ impl BloomFilter {
         self.hasher.hash(key)
     }
 
-    /// Adds `key`; `true` if it set at least one bit that was 0 (the key
-    /// was probably new). Wait-free. Under races on the same key, at least
+    /// Adds `key`, idempotently: inserting the same key twice is the same
+    /// as once (a set, as `HashSet::insert`; there is no count and no
+    /// remove). Returns `true` if it set at least one bit that was 0 (the
+    /// key was probably new). Wait-free, and never fails: past its
+    /// capacity the false-positive rate rises instead. Under races on the same key, at least
     /// one inserter gets `true` but several may: see the
     /// [type docs](Self#concurrency).
     ///
@@ -256,9 +292,24 @@ impl BloomFilter {
         sizing::model_fpr(items as f64 / self.block_count as f64, self.rounds)
     }
 
-    /// Bits each key sets: `k`, one of 8, 16, 24 or 32.
-    pub fn hashes(&self) -> u32 {
+    /// Bits each key sets: `k`, one of 8, 16, 24 or 32 (all in one
+    /// 64-byte block, from one 64-bit hash).
+    ///
+    /// ```
+    /// let f = koel::BloomFilter::new(1000, 0.01);
+    /// assert!([8, 16, 24, 32].contains(&f.bits_per_key()));
+    /// ```
+    pub fn bits_per_key(&self) -> u32 {
         8 * self.rounds
+    }
+
+    /// The old name of [`bits_per_key`](Self::bits_per_key): each key
+    /// sets that many bits from one hash, it does not compute that many
+    /// hashes.
+    #[deprecated(since = "0.1.1", note = "renamed to `bits_per_key`")]
+    #[doc(hidden)]
+    pub fn hashes(&self) -> u32 {
+        self.bits_per_key()
     }
 
     /// Number of 64-byte blocks.
@@ -320,8 +371,8 @@ impl BloomFilter {
         }
         if self.rounds != other.rounds {
             return Err(UnionError::DifferentHashes {
-                hashes: self.hashes(),
-                other_hashes: other.hashes(),
+                hashes: self.bits_per_key(),
+                other_hashes: other.bits_per_key(),
             });
         }
         if self.seed() != other.seed() {
@@ -370,7 +421,10 @@ impl Filter for BloomFilter {
         None
     }
 
-    /// [`BloomFilter::len_estimate`] (reads every word).
+    /// [`BloomFilter::len_estimate`]: an estimate that reads every word
+    /// of the bit array (O(memory), about a millisecond per 10 MB). A
+    /// Bloom filter has no item counter (one would be a cache line every
+    /// insert writes); call `len_estimate` to make the cost visible.
     fn len(&self) -> usize {
         self.len_estimate()
     }
@@ -394,7 +448,7 @@ impl fmt::Debug for BloomFilter {
             .field("capacity", &self.capacity)
             .field("target_false_positive_rate", &self.target_fpr)
             .field("blocks", &self.block_count)
-            .field("hashes", &self.hashes())
+            .field("bits_per_key", &self.bits_per_key())
             .finish_non_exhaustive()
     }
 }
@@ -452,7 +506,7 @@ mod tests {
                 assert!((1..=f.rounds).contains(&ones), "{ones} bits in a word");
             }
             let total: u32 = w.iter().map(|x| x.count_ones()).sum();
-            assert!(total <= f.hashes() && total >= f.hashes() - 2);
+            assert!(total <= f.bits_per_key() && total >= f.bits_per_key() - 2);
         }
     }
 }

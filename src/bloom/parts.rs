@@ -76,7 +76,7 @@ impl BloomFilter {
     pub(crate) fn parts(&self) -> BloomParts {
         BloomParts {
             blocks: self.block_count,
-            hashes: self.hashes(),
+            hashes: self.bits_per_key(),
             seed: self.seed(),
             capacity: self.capacity as u64,
             target_fpr: self.target_fpr,
@@ -143,7 +143,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(g.parts(), f.parts());
-        assert_eq!(g.hashes(), 16);
+        assert_eq!(g.bits_per_key(), 16);
         assert!((0..5000u32).all(|k| g.contains(&k)));
         for k in 0..100_000u32 {
             assert_eq!(f.contains(&k), g.contains(&k), "key {k}");

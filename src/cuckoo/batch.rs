@@ -11,23 +11,70 @@ use std::convert::Infallible;
 use std::fmt;
 use std::hash::Hash;
 
-/// A batch insert stopped at a key that could not be inserted.
+/// A batch insert could not insert every key: the one error of
+/// [`insert_many`](CuckooFilter::insert_many),
+/// [`insert_unique_many`](CuckooFilter::insert_unique_many) and (feature
+/// `rayon`) `par_insert` and `par_insert_unique`.
+///
+/// What went in when it fails:
+///
+/// * sequential calls (`insert_many`, `insert_unique_many`) apply the keys
+///   in order and stop at the first failure: every key before
+///   `keys[failed_at]` was applied (inserted, or for `insert_unique_many`
+///   found present), `keys[failed_at]` was not, and none after it was
+///   attempted;
+/// * parallel calls split the keys into chunks that run at once, each
+///   stopping at its own first failure: `failed_at` is the lowest failed
+///   index, and the keys that went in are not a prefix of the input
+///   (other chunks ran to their end or their own first failure).
+///
+/// In both, `inserted` keys were added by this call, and nothing was
+/// changed for the failed key. More fields may be added
+/// (`#[non_exhaustive]`).
+///
+/// ```
+/// let f = koel::CuckooFilter::builder()
+///     .capacity(1000)
+///     .growth(koel::Growth::Fixed)
+///     .build()?;
+/// let keys: Vec<u32> = (0..100_000).collect();
+/// let err = f.insert_many(&keys).unwrap_err();
+/// assert_eq!(err.inserted, err.failed_at); // in order: a prefix went in
+/// assert_eq!(f.len(), err.inserted);
+/// assert!(keys[..err.failed_at].iter().all(|k| f.contains(k)));
+/// # Ok::<(), koel::BuildError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct BatchInsertError {
-    /// Keys inserted before the failure: `keys[..inserted]` are in the
-    /// filter, `keys[inserted]` is the key that failed, the rest were not
-    /// attempted.
+    /// Keys this call added to the filter. For `insert_many` it equals
+    /// `failed_at`; for the `*_unique_*` calls keys found present do not
+    /// count.
     pub inserted: usize,
-    /// Why `keys[inserted]` failed.
+    /// Index in the input of the key that failed (the lowest such index
+    /// for the parallel calls).
+    pub failed_at: usize,
+    /// Why `keys[failed_at]` failed.
     pub error: InsertError,
+}
+
+impl BatchInsertError {
+    /// `keys[failed_at]` failed with `error` after `inserted` keys went in.
+    pub(crate) fn new(inserted: usize, failed_at: usize, error: InsertError) -> Self {
+        BatchInsertError {
+            inserted,
+            failed_at,
+            error,
+        }
+    }
 }
 
 impl fmt::Display for BatchInsertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "batch insert stopped after {} keys: {}",
-            self.inserted, self.error
+            "batch insert stopped at key {} with {} keys inserted: {}",
+            self.failed_at, self.inserted, self.error
         )
     }
 }
@@ -117,6 +164,12 @@ impl CuckooFilter {
     ) -> Result<(), BatchInsertError> {
         let mut pin = self.writer_pin();
         let hash = |i: usize| self.hash(&keys[i]);
+        // Keys this call added, for the error.
+        let added = std::cell::Cell::new(0);
+        let mut done = |i: usize, inserted: bool| {
+            added.set(added.get() + usize::from(inserted));
+            done(i, inserted);
+        };
         let mut start = 0;
         let mut refused = None;
         while start < keys.len() {
@@ -154,11 +207,12 @@ impl CuckooFilter {
                 break;
             };
             if let Some(error) = refused {
-                return Err(BatchInsertError { inserted: i, error });
+                return Err(BatchInsertError::new(added.get(), i, error));
             }
-            let inserted = self
-                .insert_in(hash(i), unique, &pin)
-                .map_err(|error| BatchInsertError { inserted: i, error })?;
+            let inserted = match self.insert_in(hash(i), unique, &pin) {
+                Ok(inserted) => inserted,
+                Err(error) => return Err(BatchInsertError::new(added.get(), i, error)),
+            };
             done(i, inserted);
             start = i + 1;
             // A table replaced during this batch has its pages released
@@ -169,93 +223,5 @@ impl CuckooFilter {
             }
         }
         Ok(())
-    }
-}
-
-/// Keys buffered per `insert_many` call by `Extend` and `FromIterator`.
-const EXTEND_CHUNK: usize = 1024;
-
-/// Inserts every item, buffering keys and inserting each buffer with
-/// [`insert_many`](CuckooFilter::insert_many). Duplicates are stored as
-/// copies, as with [`insert`](CuckooFilter::insert).
-///
-/// The table grows as for [`insert`](CuckooFilter::insert) (with the
-/// default [`Growth::Double`](crate::Growth::Double)).
-///
-/// # Panics
-///
-/// `Extend` cannot report errors, so an insert that fails (a
-/// [`Growth::Fixed`](crate::Growth::Fixed) filter that is full, or growth
-/// stopped by its false-positive or memory limit) panics with a message
-/// naming [`insert_many`](CuckooFilter::insert_many), the fallible
-/// alternative. Items inserted before the panic stay in the filter.
-///
-/// ```
-/// let mut f = koel::CuckooFilter::with_capacity(1000);
-/// f.extend(0..500u32);
-/// assert_eq!(f.len(), 500);
-/// assert!(f.contains(&499u32));
-/// ```
-impl<K: Hash> Extend<K> for CuckooFilter {
-    fn extend<I: IntoIterator<Item = K>>(&mut self, items: I) {
-        let mut buf = Vec::with_capacity(EXTEND_CHUNK);
-        let flush = |buf: &mut Vec<K>| {
-            if let Err(e) = self.insert_many(buf) {
-                panic!("CuckooFilter::extend: {e}; use insert_many to handle a full filter");
-            }
-            buf.clear();
-        };
-        for k in items {
-            buf.push(k);
-            if buf.len() == EXTEND_CHUNK {
-                flush(&mut buf);
-            }
-        }
-        flush(&mut buf);
-    }
-}
-
-/// A filter with the default layout and a random seed holding every item
-/// (duplicates as copies), sized for the number of items.
-///
-/// The items are collected first, so the table is sized exactly for them
-/// and does not need to grow. Should an insert still fail, the filter is
-/// rebuilt an eighth larger until they all fit.
-///
-/// # Panics
-///
-/// If the table cannot be allocated, like `Vec`'s `FromIterator`, or if
-/// one key occurs more than `2 * tags_per_bucket` times (8), the most
-/// copies a filter holds ([`InsertError::TooManyCopies`]). Use
-/// [`builder`](CuckooFilter::builder) and
-/// [`insert_many`](CuckooFilter::insert_many) to get errors instead.
-///
-/// ```
-/// let f: koel::CuckooFilter = (0..10_000u64).collect();
-/// assert_eq!(f.len(), 10_000);
-/// assert!((0..10_000u64).all(|k| f.contains(&k)));
-/// ```
-impl<K: Hash> FromIterator<K> for CuckooFilter {
-    fn from_iter<I: IntoIterator<Item = K>>(items: I) -> Self {
-        let keys: Vec<K> = items.into_iter().collect();
-        let mut capacity = keys.len().max(1);
-        loop {
-            let f = match CuckooFilter::builder().capacity(capacity).build() {
-                Ok(f) => f,
-                Err(e) => panic!("CuckooFilter::from_iter({} items): {e}", keys.len()),
-            };
-            match f.insert_many(&keys) {
-                Ok(()) => return f,
-                // A larger table would not hold it either.
-                Err(
-                    e @ BatchInsertError {
-                        error: InsertError::TooManyCopies { .. },
-                        ..
-                    },
-                ) => panic!("CuckooFilter::from_iter: {e}"),
-                Err(_) => {}
-            }
-            capacity = capacity.saturating_add(capacity / 8 + 64);
-        }
     }
 }

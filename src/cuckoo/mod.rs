@@ -12,12 +12,14 @@ mod pinned;
 mod progress_tests;
 pub(crate) mod snapshot;
 mod stats;
+mod traits;
 
 pub use batch::BatchInsertError;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
 pub(crate) use growth::GrowthPolicy;
 pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
 #[cfg(all(feature = "rayon", not(loom)))]
+#[allow(deprecated)]
 pub use parallel::ParInsertError;
 pub use pinned::Pinned;
 use pinned::WriterPin;
@@ -116,6 +118,17 @@ pub(crate) use with_layout;
 /// twice stores two copies, `count` reports them, and `remove` takes one.
 /// Use [`insert_unique`](Self::insert_unique) to deduplicate.
 ///
+/// # Coming from `HashSet`, qfilter or RedisBloom
+///
+/// | you used | koel's equivalent |
+/// | --- | --- |
+/// | `HashSet::insert` (returns whether it was new), qfilter's `insert` (deduplicates) | [`insert_unique`](Self::insert_unique): `Ok(true)` if new; exactly one winner among racing threads |
+/// | RedisBloom `CF.ADD` (adds a copy), `CF.ADDNX` | [`insert`](Self::insert) (adds a copy), [`insert_unique`](Self::insert_unique) |
+/// | `CF.DEL`, `CF.COUNT`, `CF.EXISTS` | [`remove`](Self::remove) (one copy), [`count`](Self::count), [`contains`](Self::contains) |
+///
+/// Mixing the two is safe: `insert_unique` finds a key that `insert`
+/// stored, and `remove` takes one copy of either.
+///
 /// # Example
 ///
 /// ```
@@ -211,6 +224,7 @@ impl CuckooFilter {
     /// }
     /// assert!((0..1000u32).all(|k| pinned.contains(&k)));
     /// ```
+    #[must_use = "the pin is released when the handle is dropped: call the operations on it"]
     pub fn pin(&self) -> Pinned<'_> {
         Pinned {
             filter: self,
@@ -404,7 +418,8 @@ impl CuckooFilter {
 
     /// The tag and the two candidate buckets of a hash in the current table:
     /// what a sequential reference model needs to mirror the filter exactly.
-    /// Not a stable API.
+    /// Only with the feature `unstable-internals`: not a stable API.
+    #[cfg(any(test, feature = "unstable-internals"))]
     #[doc(hidden)]
     pub fn placement(&self, hash: u64) -> (u64, usize, usize) {
         let t = self.table();
@@ -412,7 +427,19 @@ impl CuckooFilter {
         (at.tag, at.i1, at.i2)
     }
 
-    /// Adds one copy of `key`.
+    /// Adds one copy of `key`: inserting the same key twice stores two
+    /// copies (a multiset, as in the cuckoo filter paper and RedisBloom's
+    /// `CF.ADD`); use [`insert_unique`](Self::insert_unique) for set
+    /// semantics, as in `HashSet::insert`.
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1000);
+    /// f.insert("a")?;
+    /// f.insert("a")?;
+    /// assert_eq!((f.count("a"), f.len()), (2, 2));
+    /// assert_eq!(f.insert_unique("a")?, false); // present: not added
+    /// # Ok::<(), koel::InsertError>(())
+    /// ```
     ///
     /// Lock-free when a candidate bucket has room (one CAS): it then waits
     /// for no other thread, also while the table doubles and while a save
@@ -513,7 +540,9 @@ impl CuckooFilter {
 
     /// `contains_hash` compiled for the 16-bit layout only, without the
     /// runtime layout dispatch: the benchmarks' baseline for showing that
-    /// the dispatch costs nothing. Not a stable API.
+    /// the dispatch costs nothing. Only with the feature
+    /// `unstable-internals`: not a stable API.
+    #[cfg(feature = "unstable-internals")]
     #[doc(hidden)]
     #[inline]
     pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {

@@ -1,5 +1,5 @@
-//! Parallel bulk operations on the rayon thread pool (feature `rayon`, on
-//! by default).
+//! Parallel bulk operations on the rayon thread pool (the opt-in feature
+//! `rayon`).
 //!
 //! Each call splits its keys into chunks of [`CHUNK`] and runs the batch
 //! operation of [`batch`](super::batch) on every chunk: one epoch pin and
@@ -7,46 +7,23 @@
 //! key gets exactly the guarantees of the single operation; only the order
 //! in which keys are applied is unspecified.
 
-use super::CuckooFilter;
+use super::{BatchInsertError, CuckooFilter};
 use crate::error::InsertError;
-use rayon::iter::{
-    IndexedParallelIterator, IntoParallelIterator, ParallelExtend, ParallelIterator,
-};
+use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
-use std::fmt;
 use std::hash::Hash;
 
 /// Keys per chunk: large enough that the pin and the prefetch warm-up of a
 /// chunk are negligible, small enough to balance load over the workers.
 pub(crate) const CHUNK: usize = 4096;
 
-/// A parallel insert could not insert every key.
-///
-/// Chunks run in parallel and each stops at its first failed key, so the
-/// keys that went in are not a prefix of the input: `inserted` of them are
-/// in the filter, at least one failed, and the keys after a failure in its
-/// chunk were not attempted. Other chunks ran to their end or their own
-/// first failure.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[non_exhaustive]
-pub struct ParInsertError {
-    /// How many keys this call inserted.
-    pub inserted: usize,
-    /// Why a key failed (the first failure by key index).
-    pub error: InsertError,
-}
-
-impl fmt::Display for ParInsertError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "parallel insert stopped with {} keys inserted: {}",
-            self.inserted, self.error
-        )
-    }
-}
-
-impl std::error::Error for ParInsertError {}
+/// The parallel insert error, now the one batch error.
+#[deprecated(
+    since = "0.1.1",
+    note = "use `BatchInsertError`: the one error of the batch and parallel inserts"
+)]
+#[doc(hidden)]
+pub type ParInsertError = BatchInsertError;
 
 /// What one chunk did: keys inserted, and its failure (chunk-absolute key
 /// index first, so the reduction keeps the lowest).
@@ -61,13 +38,14 @@ fn merge(a: ChunkOutcome, b: ChunkOutcome) -> ChunkOutcome {
     (a.0 + b.0, failure)
 }
 
-fn finish((inserted, failure): ChunkOutcome) -> Result<(), ParInsertError> {
+fn finish((inserted, failure): ChunkOutcome) -> Result<(), BatchInsertError> {
     match failure {
         None => Ok(()),
-        Some((_, error)) => Err(ParInsertError { inserted, error }),
+        Some((failed_at, error)) => Err(BatchInsertError::new(inserted, failed_at, error)),
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "rayon")))]
 impl CuckooFilter {
     /// `out[i] = self.contains(&keys[i])` for every `i`, computed on the
     /// rayon thread pool: [`contains_many`](Self::contains_many) per chunk
@@ -103,15 +81,16 @@ impl CuckooFilter {
     ///
     /// # Errors
     ///
-    /// [`ParInsertError`] if some key could not be inserted (the filter
-    /// cannot grow any more, see [`InsertError`]); it says how many did. Which ones did is not a prefix of `keys` (see the error).
-    pub fn par_insert<K: Hash + Sync>(&self, keys: &[K]) -> Result<(), ParInsertError> {
+    /// [`BatchInsertError`] if some key could not be inserted (the filter
+    /// cannot grow any more, see [`InsertError`]); it says how many did.
+    /// Which ones did is not a prefix of `keys` (see the error).
+    pub fn par_insert<K: Hash + Sync>(&self, keys: &[K]) -> Result<(), BatchInsertError> {
         finish(
             keys.par_chunks(CHUNK)
                 .enumerate()
                 .map(|(c, chunk)| match self.insert_many(chunk) {
                     Ok(()) => (chunk.len(), None),
-                    Err(e) => (e.inserted, Some((c * CHUNK + e.inserted, e.error))),
+                    Err(e) => (e.inserted, Some((c * CHUNK + e.failed_at, e.error))),
                 })
                 .reduce(|| (0, None), merge),
         )
@@ -124,7 +103,7 @@ impl CuckooFilter {
     ///
     /// # Errors
     ///
-    /// [`ParInsertError`] as for [`par_insert`](Self::par_insert); `out`
+    /// [`BatchInsertError`] as for [`par_insert`](Self::par_insert); `out`
     /// is then meaningful only for the keys that were attempted.
     ///
     /// # Panics
@@ -134,7 +113,7 @@ impl CuckooFilter {
         &self,
         keys: &[K],
         out: &mut [bool],
-    ) -> Result<(), ParInsertError> {
+    ) -> Result<(), BatchInsertError> {
         assert_eq!(
             keys.len(),
             out.len(),
@@ -146,49 +125,9 @@ impl CuckooFilter {
                 .enumerate()
                 .map(|(c, (chunk, o))| match self.insert_unique_many(chunk, o) {
                     Ok(()) => (o.iter().filter(|&&b| b).count(), None),
-                    Err(e) => (
-                        o[..e.inserted].iter().filter(|&&b| b).count(),
-                        Some((c * CHUNK + e.inserted, e.error)),
-                    ),
+                    Err(e) => (e.inserted, Some((c * CHUNK + e.failed_at, e.error))),
                 })
                 .reduce(|| (0, None), merge),
         )
-    }
-}
-
-/// Inserts every item on the rayon thread pool, buffering 4096 keys
-/// per worker and inserting each buffer with
-/// [`insert_many`](CuckooFilter::insert_many).
-///
-/// The table grows as for [`insert`](CuckooFilter::insert).
-///
-/// # Panics
-///
-/// `ParallelExtend` cannot report errors, so an insert that fails (a full
-/// [`Growth::Fixed`](crate::Growth::Fixed) filter, or growth stopped by
-/// its limits) panics, naming [`par_insert`](CuckooFilter::par_insert)
-/// and [`insert_many`](CuckooFilter::insert_many), the fallible
-/// alternatives. Items inserted before the panic stay in the filter.
-impl<K: Hash + Send> ParallelExtend<K> for CuckooFilter {
-    fn par_extend<I: IntoParallelIterator<Item = K>>(&mut self, items: I) {
-        let this = &*self;
-        let flush = |buf: &[K]| {
-            if let Err(e) = this.insert_many(buf) {
-                panic!(
-                    "CuckooFilter::par_extend: {e}; use par_insert or insert_many to handle a full filter"
-                );
-            }
-        };
-        items
-            .into_par_iter()
-            .fold(Vec::new, |mut buf, k| {
-                buf.push(k);
-                if buf.len() == CHUNK {
-                    flush(&buf);
-                    buf.clear();
-                }
-                buf
-            })
-            .for_each(|buf| flush(&buf));
     }
 }

@@ -281,7 +281,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
     let mut buf = [0u8; 32];
     let mut n: u64 = 0;
     loop {
-        if n % 256 == 0 {
+        if n.is_multiple_of(256) {
             // Relaxed: progress for the sampler; only this thread writes it.
             shared.done[t].0.store(n, Ordering::Relaxed);
             // Relaxed: a stop request; nothing is published through it.
@@ -289,7 +289,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
                 break;
             }
         }
-        let timed = n % SAMPLE_EVERY == 0;
+        let timed = n.is_multiple_of(SAMPLE_EVERY);
         n += 1;
         let pick = rng.below(total);
         let op = if pick < read_below {
@@ -421,7 +421,7 @@ fn sample(
         }
         generation = generation.max(now);
         // The snapshot scans the table: the load every fifth tick is enough.
-        let load = if tick % 5 == 0 {
+        let load = if tick.is_multiple_of(5) {
             shared.filter.snapshot().load_factor
         } else {
             None

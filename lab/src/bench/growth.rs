@@ -157,7 +157,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Vec<GrowthRow>> {
             slice_lat.push(ns);
             slice_peak = slice_peak.max(bytes);
             slice_window |= w == 1;
-            if (i as u64 + 1) % slice == 0 || i + 1 == keys.len() {
+            if (i as u64 + 1).is_multiple_of(slice) || i + 1 == keys.len() {
                 let n = slice_lat.len() as u64;
                 timeline.push(GrowthSample {
                     items: i as u64 + 1,
