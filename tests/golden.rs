@@ -147,7 +147,9 @@ fn absent_key(i: u64) -> Key {
 
 /// The answers file of `filter`, which holds `present`.
 fn answers(name: &str, header: &[(&str, String)], f: &dyn Probe, present: &[Key]) -> String {
-    let mut out = format!("# koel golden answers for {name}: header fields, then per key its type, value and hash\n");
+    let mut out = format!(
+        "# koel golden answers for {name}: header fields, then per key its type, value and hash\n"
+    );
     for (field, value) in header {
         writeln!(out, "{field} {value}").unwrap();
     }
@@ -336,7 +338,10 @@ fn check_answers(name: &str, f: &dyn Probe, a: &Answers) {
     let fps: Vec<u64> = (0..ABSENT)
         .filter(|&i| absent_key(i).with(&mut |key| f.holds(key)))
         .collect();
-    assert_eq!(fps, a.absent_true, "{name}: false positives among absent keys");
+    assert_eq!(
+        fps, a.absent_true,
+        "{name}: false positives among absent keys"
+    );
 }
 
 fn check_cuckoo(name: &str, resave_identical: bool) -> CuckooFilter {
