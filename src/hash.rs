@@ -194,17 +194,17 @@ impl StableHasher {
 unsafe fn copy_short(src: &[u8], dst: *mut u8) {
     let n = src.len();
     let s = src.as_ptr();
-    // SAFETY (each branch): reads stay in `src` (`n` bytes); writes stay in
-    // `dst..dst + n`, which the caller grants.
+    // SAFETY: in each branch the reads stay in `src` (`n` bytes) and the
+    // writes in `dst..dst + n`, which the caller grants.
     unsafe {
-        if n >= 8 && n <= 16 {
+        if (8..=16).contains(&n) {
             dst.cast::<u64>()
                 .write_unaligned(s.cast::<u64>().read_unaligned());
             let last = n - 8;
             dst.add(last)
                 .cast::<u64>()
                 .write_unaligned(s.add(last).cast::<u64>().read_unaligned());
-        } else if n >= 4 && n < 8 {
+        } else if (4..8).contains(&n) {
             dst.cast::<u32>()
                 .write_unaligned(s.cast::<u32>().read_unaligned());
             let last = n - 4;
