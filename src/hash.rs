@@ -29,6 +29,8 @@ pub(crate) enum HashAlgorithm {
     Xxh3,
 }
 
+// Persistence (the only user of ids and names) is not built under loom.
+#[cfg_attr(loom, allow(dead_code))]
 impl HashAlgorithm {
     /// The id in the file header.
     pub(crate) fn id(self) -> u8 {
