@@ -312,7 +312,14 @@ impl Hasher for StableHasher {
     // The signed writes default to the unsigned ones of the same width.
     #[inline(always)]
     fn write_u8(&mut self, x: u8) {
-        self.write(&[x]);
+        // One byte (the `0xff` after every `str`): no copy loop.
+        if self.len < INLINE && self.stream.is_none() {
+            // SAFETY: `len < INLINE`: the byte is inside the buffer.
+            unsafe { self.buf.as_mut_ptr().cast::<u8>().add(self.len).write(x) };
+            self.len += 1;
+        } else {
+            self.write(&[x]);
+        }
     }
 
     #[inline(always)]
