@@ -183,6 +183,8 @@ fn cuckoo_header(f: &CuckooFilter, bytes: &[u8]) -> Vec<(&'static str, String)> 
             "max_false_positive_rate",
             f.max_false_positive_rate().to_string(),
         ),
+        ("max_memory", format!("{:?}", info.max_memory)),
+        ("hash_algorithm", info.hash_algorithm_name().to_string()),
     ]
 }
 
@@ -195,6 +197,7 @@ fn bloom_header(f: &BloomFilter, bytes: &[u8]) -> Vec<(&'static str, String)> {
         ("blocks", info.buckets.to_string()),
         ("seed", f.seed().to_string()),
         ("capacity", f.capacity().to_string()),
+        ("hash_algorithm", info.hash_algorithm_name().to_string()),
     ]
 }
 
@@ -411,7 +414,12 @@ fn version_1_golden_files_still_load() {
     }
     let name = "v1_bloom.koel";
     let f = BloomFilter::load(dir().join(name)).unwrap();
-    check_answers(name, &f, &read_answers(name));
+    let a = read_answers(name);
+    let bytes = std::fs::read(dir().join(name)).unwrap();
+    for (field, value) in bloom_header(&f, &bytes) {
+        assert_eq!(Some(&value), a.header.get(field), "{name}: {field}");
+    }
+    check_answers(name, &f, &a);
     let mut again = Vec::new();
     f.write_to(&mut again).unwrap();
     let g = BloomFilter::read_from(&again[..]).unwrap();
