@@ -148,10 +148,14 @@
 //!
 //! ## Hash portability
 //!
-//! Keys are hashed with a seeded `ahash`. Its output can change across
-//! `ahash` versions and CPU features, and `Hash` for `usize` differs across
-//! pointer widths; fixed-width integers and byte strings hash identically on
-//! every platform of one build.
+//! A key's hash is XXH3-64, under the filter's seed, of the bytes its
+//! `Hash` impl writes, every integer little-endian and `usize` / `isize`
+//! widened to 64 bits: the same key gives the same bits on every platform
+//! and in every koel version, so a saved filter loads anywhere. The exact
+//! rules are in the file format's specification (`docs/format.md`, "Key
+//! hashing"). One exception: std feeds a slice of integers wider than a
+//! byte (`&[u32]`, `Vec<u64>`) as its native-endian memory, so such keys
+//! hash differently on big-endian targets.
 
 #![warn(missing_docs)]
 // docs.rs builds with `--cfg docsrs` on nightly: show the feature that

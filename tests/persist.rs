@@ -116,6 +116,45 @@ fn saving_a_loaded_filter_gives_the_same_bytes() {
     assert_eq!(a, b);
 }
 
+/// The growth settings survive a save: a `Fixed` filter stays fixed (it
+/// came back growable in format version 1), and a custom
+/// `max_false_positive_rate` and `max_memory` still apply after loading.
+#[test]
+fn a_loaded_filter_keeps_its_growth_settings() {
+    let fixed = CuckooFilter::builder()
+        .capacity(1000)
+        .growth(koel::Growth::Fixed)
+        .max_false_positive_rate(0.003)
+        .seed(8)
+        .build()
+        .unwrap();
+    let mut bytes = Vec::new();
+    fixed.write_to(&mut bytes).unwrap();
+    let g = CuckooFilter::read_from(&bytes[..]).unwrap();
+    assert_eq!(g.growth(), koel::Growth::Fixed);
+    assert_eq!(g.max_false_positive_rate(), 0.003);
+    // Fixed in behaviour too: it fills up instead of doubling.
+    let refused = (0..10_000u64).find_map(|k| g.insert(&k).err());
+    assert_eq!(refused, Some(koel::InsertError::Full));
+    assert_eq!(g.generation(), 0);
+
+    let capped = CuckooFilter::builder()
+        .capacity(1000)
+        .max_memory(20_000)
+        .seed(9)
+        .build()
+        .unwrap();
+    let mut bytes = Vec::new();
+    capped.write_to(&mut bytes).unwrap();
+    assert_eq!(koel::inspect(&bytes[..]).unwrap().max_memory, Some(20_000));
+    let g = CuckooFilter::read_from(&bytes[..]).unwrap();
+    let refused = (0..100_000u64).find_map(|k| g.insert(&k).err());
+    assert!(
+        matches!(refused, Some(koel::InsertError::MemoryLimit { .. })),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn inspect_reports_the_header_and_the_checksum_status() {
     let (f, _) = filled(12, 50_000, 40_000, 11);
@@ -124,7 +163,11 @@ fn inspect_reports_the_header_and_the_checksum_status() {
     let info = koel::inspect(&bytes[..]).unwrap();
     let stats = f.stats();
     assert_eq!(info.kind, FilterKind::Cuckoo);
-    assert_eq!(info.format_version, 1);
+    assert_eq!(info.format_version, 2);
+    assert_eq!(info.hash_algorithm_name(), "xxh3");
+    assert_eq!(info.growth, Some(koel::Growth::Double));
+    assert_eq!(info.max_false_positive_rate, Some(1e-2));
+    assert_eq!(info.max_memory, None);
     assert_eq!((info.fingerprint_bits, info.tags_per_bucket), (12, 5));
     assert_eq!(info.buckets, stats.buckets as u64);
     assert_eq!(

@@ -78,7 +78,8 @@ fn peak_allocation<R>(f: impl FnOnce() -> R) -> (R, usize) {
 
 // ---- Files -----------------------------------------------------------------
 
-const HEADER: usize = 80;
+/// Format version 2 (`docs/format.md`).
+const HEADER: usize = 96;
 const MAGIC: usize = 0;
 const VERSION: usize = 8;
 const KIND: usize = 10;
@@ -88,13 +89,18 @@ const TAG_BITS: usize = 16;
 const TAGS_PER_BUCKET: usize = 17;
 const WORDS_PER_BUCKET: usize = 18;
 const GENERATION: usize = 19;
-const RESERVED: usize = 20;
+/// Cuckoo: the growth setting (version 2).
+const GROWTH: usize = 20;
+/// Bloom: the bit-mapping version.
+const BIT_MAPPING: usize = 20;
 const M0: usize = 24;
 const BUCKETS: usize = 32;
 const PROBE: usize = 48;
 const PAYLOAD_LEN: usize = 56;
 const PARAM64: usize = 64;
-const HEADER_CHECKSUM: usize = 72;
+const MAX_MEMORY: usize = 72;
+const RESERVED: usize = 80;
+const HEADER_CHECKSUM: usize = 88;
 
 /// A valid small file: 64 buckets (the minimum) holding 150 keys.
 fn small_file(bits: u32) -> Vec<u8> {
@@ -303,36 +309,44 @@ fn wrong_magic_version_and_kind_are_named() {
     let e = with_field(|b| b[MAGIC..8].copy_from_slice(b"PK\x03\x04koel"));
     assert!(matches!(e, LoadError::NotKoelFile { found } if &found == b"PK\x03\x04koel"));
     assert!(e.to_string().contains("not a koel filter file"), "{e}");
-    let e = with_field(|b| b[VERSION] = 2);
+    let e = with_field(|b| b[VERSION] = 3);
     assert!(matches!(
         e,
         LoadError::UnsupportedVersion {
-            found: 2,
-            supported: 1
+            found: 3,
+            supported: 2
         }
     ));
-    assert!(e.to_string().contains("version 2"), "{e}");
+    assert!(e.to_string().contains("version 3"), "{e}");
     for kind in [0u8, 3, 255] {
         let e = with_field(|b| b[KIND] = kind);
         assert!(matches!(e, LoadError::UnknownKind(k) if k == kind), "{e}");
     }
-    let e = with_field(|b| b[HASH_ALGORITHM] = 2);
-    assert!(matches!(e, LoadError::UnknownHashAlgorithm(2)));
+    for id in [0u8, 3, 255] {
+        let e = with_field(|b| b[HASH_ALGORITHM] = id);
+        assert!(
+            matches!(e, LoadError::UnknownHashAlgorithm(i) if i == id),
+            "{e}"
+        );
+    }
     let e = with_field(|b| b[FLAGS + 3] = 0x80);
     assert!(matches!(e, LoadError::UnknownFlags(0x8000_0000)));
-    let e = with_field(|b| b[RESERVED + 1] = 1);
+    let e = with_field(|b| b[GROWTH + 1] = 1);
+    assert!(matches!(e, LoadError::UnknownGrowth(0x100)), "{e}");
+    let e = with_field(|b| b[GROWTH] = 2);
+    assert!(matches!(e, LoadError::UnknownGrowth(2)), "{e}");
+    for rate in [0.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
+        let e = with_field(|b| set_u64(b, PARAM64, rate.to_bits()));
+        assert!(
+            matches!(e, LoadError::InvalidMaxFalsePositiveRate { .. }),
+            "{rate}: {e}"
+        );
+    }
+    let e = with_field(|b| b[RESERVED + 7] = 2);
     assert!(matches!(
         e,
         LoadError::ReservedNotZero {
-            offset: 20,
-            value: 0x100
-        }
-    ));
-    let e = with_field(|b| b[PARAM64 + 7] = 2);
-    assert!(matches!(
-        e,
-        LoadError::ReservedNotZero {
-            offset: 64,
+            offset: 80,
             value: 0x0200_0000_0000_0000
         }
     ));
@@ -495,7 +509,7 @@ fn bloom_fields_that_no_filter_has_are_refused() {
             value: 1
         }
     );
-    let e = with_bloom_field(|b| b[RESERVED] = 2);
+    let e = with_bloom_field(|b| b[BIT_MAPPING] = 2);
     assert!(
         matches!(
             e,
@@ -519,6 +533,13 @@ fn bloom_fields_that_no_filter_has_are_refused() {
             "rate {rate}: {e}"
         );
     }
+    assert_matches!(
+        with_bloom_field(|b| b[MAX_MEMORY] = 1),
+        LoadError::ReservedNotZero {
+            offset: 72,
+            value: 1
+        }
+    );
     for blocks in [0, 1 << 58, u64::MAX] {
         let e = with_bloom_field(|b| set_u64(b, BUCKETS, blocks));
         assert!(

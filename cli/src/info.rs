@@ -110,7 +110,25 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
             info.generation
         );
     }
-    println!("{indent}seed         {:#018x}", info.seed);
+    println!(
+        "{indent}seed         {:#018x}, hash {}",
+        info.seed,
+        info.hash_algorithm_name()
+    );
+    if let Some(growth) = info.growth {
+        let limits = format!(
+            "up to fpr {:.1e}{}",
+            info.max_false_positive_rate.unwrap_or(0.0),
+            info.max_memory.map_or(String::new(), |m| format!(
+                ", max memory {}",
+                HumanBytes(m)
+            ))
+        );
+        match growth {
+            koel::Growth::Fixed => println!("{indent}growth       fixed (never grows)"),
+            _ => println!("{indent}growth       doubles when full, {limits}"),
+        }
+    }
     match info.item_count {
         Some(items) if info.kind == FilterKind::Cuckoo => println!(
             "{indent}items        {} (load {:.1}% of {} slots)",

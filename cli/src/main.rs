@@ -42,7 +42,7 @@ enum Command {
     Build(build::Args),
     /// Looks keys up in a filter file: maybe (present) or absent.
     Query(query::Args),
-    /// Shows what a filter file holds: header, items, load, memory, FPR.
+    /// Shows what a filter file holds: format version, hash, growth settings, items, load, memory, FPR.
     Info(info::Args),
     /// Checks a filter file's checksum and invariants.
     Verify(verify::Args),

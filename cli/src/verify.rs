@@ -63,9 +63,13 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     } else {
         "checksum valid, hash probe matches"
     };
+    let mut versions: Vec<u16> = inspected.filters.iter().map(|i| i.format_version).collect();
+    versions.dedup();
+    let versions: Vec<String> = versions.iter().map(u16::to_string).collect();
     println!(
-        "{}: OK ({what}, {} {}, {all})",
+        "{}: OK ({what}, format version {}, {} {}, {all})",
         path.display(),
+        versions.join("+"),
         HumanCount(items),
         if kind == koel::FilterKind::Bloom {
             "bits set"

@@ -87,7 +87,11 @@ fn info_and_verify_describe_an_intact_file() {
         .arg(&file)
         .assert()
         .success()
-        .stdout(predicates::str::contains("kind         cuckoo"))
+        .stdout(predicates::str::contains(
+            "kind         cuckoo, format version 2",
+        ))
+        .stdout(predicates::str::contains(", hash xxh3"))
+        .stdout(predicates::str::contains("growth       doubles when full"))
         .stdout(predicates::str::contains("checksum     valid"))
         .stdout(predicates::str::contains("hash probe   matches this build"))
         .stdout(predicates::str::contains("fpr"));
@@ -96,7 +100,34 @@ fn info_and_verify_describe_an_intact_file() {
         .arg(&file)
         .assert()
         .success()
-        .stdout(predicates::str::contains("OK"));
+        .stdout(predicates::str::contains(
+            "OK (cuckoo filter, format version 2,",
+        ));
+}
+
+#[test]
+fn info_and_verify_name_a_version_1_file_and_its_hash() {
+    // Written by the last format version 1 build (koel's golden files).
+    let v1 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/golden/v1_cuckoo12_fixed.koel");
+    koel()
+        .arg("info")
+        .arg(&v1)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "kind         cuckoo, format version 1",
+        ))
+        .stdout(predicates::str::contains(", hash ahash"))
+        .stdout(predicates::str::contains("growth       doubles when full"));
+    koel()
+        .arg("verify")
+        .arg(&v1)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "OK (cuckoo filter, format version 1,",
+        ));
 }
 
 /// Runs `koel args` and asserts a failed check: exit 1, one stderr line

@@ -13,7 +13,14 @@ use koel::{BloomFilter, CuckooFilter};
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
-const HEADER: usize = 80;
+/// The header's length: 80 bytes in format version 1, 96 in version 2.
+fn header_len(file: &[u8]) -> usize {
+    if file[8..10] == [1, 0] {
+        80
+    } else {
+        96
+    }
+}
 
 /// SplitMix64: the operations' random source, from the input's seed.
 struct Rng(u64);
@@ -53,7 +60,7 @@ fn stored_keys(f: &CuckooFilter, file: &[u8]) -> Vec<u64> {
     let bits = u32::from(file[16]);
     let m0 = le(&file[24..]);
     let mask = (1u64 << bits) - 1;
-    let payload = &file[HEADER..file.len() - 16];
+    let payload = &file[header_len(file)..file.len() - 16];
     let mut keys = Vec::new();
     for (bucket, w) in payload.chunks_exact(8).enumerate() {
         let w = le(w);
@@ -144,9 +151,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut rng = Rng(le(data));
     let mut b = data[8..].to_vec();
-    if data[0] & 1 == 1 && b.len() >= 96 {
-        let sum = xxh3_64(&b[..72]);
-        b[72..80].copy_from_slice(&sum.to_le_bytes());
+    if data[0] & 1 == 1 && b.len() >= 112 {
+        // The header checksum's place depends on the format version.
+        let at = if b[8..10] == [1, 0] { 72 } else { 88 };
+        let sum = xxh3_64(&b[..at]);
+        b[at..at + 8].copy_from_slice(&sum.to_le_bytes());
         let end = b.len() - 8;
         let sum = xxh3_64(&b[..end]);
         b[end..].copy_from_slice(&sum.to_le_bytes());

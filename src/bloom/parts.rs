@@ -9,7 +9,7 @@
 use super::block::MAX_ROUNDS;
 use super::storage::{Blocks, BLOCK_BYTES};
 use super::{sizing, BloomFilter};
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::sync::AtomicU64;
 
 /// Version of the key-to-bits mapping (`block::block_of` and
@@ -26,6 +26,8 @@ pub(crate) struct BloomParts {
     /// Bits per key, `k`: 8, 16, 24 or 32.
     pub(crate) hashes: u32,
     pub(crate) seed: u64,
+    /// How keys are hashed (format version 1 files: `ahash`).
+    pub(crate) algorithm: HashAlgorithm,
     /// The capacity it was sized for (informational; at least 1).
     pub(crate) capacity: u64,
     /// The rate it was sized for (informational; in the builder's range).
@@ -78,6 +80,7 @@ impl BloomFilter {
             blocks: self.block_count,
             hashes: self.bits_per_key(),
             seed: self.seed(),
+            algorithm: self.hasher.algorithm(),
             capacity: self.capacity as u64,
             target_fpr: self.target_fpr,
         }
@@ -109,7 +112,7 @@ impl BloomFilter {
             blocks,
             block_count: parts.blocks,
             rounds,
-            hasher: KeyHasher::new(parts.seed),
+            hasher: KeyHasher::with_algorithm(parts.seed, parts.algorithm),
             capacity,
             target_fpr: parts.target_fpr,
         })
@@ -156,6 +159,7 @@ mod tests {
             blocks: 16,
             hashes: 8,
             seed: 0,
+            algorithm: HashAlgorithm::Xxh3,
             capacity: 100,
             target_fpr: 0.01,
         };

@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use super::{with_layout_kind, CuckooFilter, LayoutKind};
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::bucket::{self, L12x5, L16x4};
 use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, GeometryError};
@@ -22,6 +22,8 @@ use crate::sync::AtomicU64;
 pub(crate) struct SnapshotView<'a> {
     pub(crate) layout: LayoutKind,
     pub(crate) seed: u64,
+    pub(crate) hash_algorithm: HashAlgorithm,
+    pub(crate) policy: super::GrowthPolicy,
     pub(crate) m0: u64,
     pub(crate) generation: u32,
     pub(crate) words: &'a [AtomicU64],
@@ -63,6 +65,8 @@ impl CuckooFilter {
             return f(&SnapshotView {
                 layout: self.layout,
                 seed: self.hasher.seed(),
+                hash_algorithm: self.hasher.algorithm(),
+                policy: self.policy,
                 m0: geo.m0(),
                 generation: geo.generation(),
                 words: t.words(),
@@ -85,6 +89,8 @@ impl CuckooFilter {
         f(&SnapshotView {
             layout: self.layout,
             seed: self.hasher.seed(),
+            hash_algorithm: self.hasher.algorithm(),
+            policy: self.policy,
             m0: geo.m0(),
             generation: geo.generation(),
             words: t.words(),
@@ -93,12 +99,14 @@ impl CuckooFilter {
 
     /// A filter from saved parts: `fill` receives the zeroed table as
     /// little-endian bytes (`8 * (m0 << generation)` of them) and writes the
-    /// saved words into it. `len` becomes the item count.
+    /// saved words into it. `len` becomes the item count; `hasher` and
+    /// `policy` are the saved filter's.
     ///
     /// Validates the geometry before allocating anything.
     pub(crate) fn from_parts(
         layout: LayoutKind,
-        seed: u64,
+        hasher: KeyHasher,
+        policy: super::GrowthPolicy,
         m0: u64,
         generation: u32,
         len: u64,
@@ -145,9 +153,9 @@ impl CuckooFilter {
         Ok(CuckooFilter {
             tables: Tables::new(table),
             layout,
-            hasher: KeyHasher::new(seed),
+            hasher,
             counters,
-            policy: super::GrowthPolicy::default(),
+            policy,
         })
     }
 }
@@ -175,12 +183,19 @@ mod tests {
                 .collect();
             (v.m0, v.generation, bytes)
         });
-        let g =
-            CuckooFilter::from_parts(f.layout, f.seed(), m0, generation, f.len() as u64, |dst| {
+        let g = CuckooFilter::from_parts(
+            f.layout,
+            f.hasher.clone(),
+            f.policy,
+            m0,
+            generation,
+            f.len() as u64,
+            |dst| {
                 dst.copy_from_slice(&bytes);
                 Ok(())
-            })
-            .unwrap();
+            },
+        )
+        .unwrap();
         assert_eq!(g.len(), 4000);
         for k in 0..20_000u32 {
             assert_eq!(f.contains(&k), g.contains(&k), "key {k}");
@@ -222,17 +237,50 @@ mod tests {
         };
         let l = LayoutKind::Tags16x4;
         let own = 0x0005 | (0x0101 << 16);
-        assert!(CuckooFilter::from_parts(l, 0, 64, 2, 2, put(70, own)).is_ok());
+        assert!(CuckooFilter::from_parts(
+            l,
+            KeyHasher::new(0),
+            Default::default(),
+            64,
+            2,
+            2,
+            put(70, own)
+        )
+        .is_ok());
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(69, own | (0x0006 << 32))),
+            CuckooFilter::from_parts(
+                l,
+                KeyHasher::new(0),
+                Default::default(),
+                64,
+                2,
+                2,
+                put(69, own | (0x0006 << 32))
+            ),
             Err(FromPartsError::BadWord { bucket: 69 })
         ));
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 64, 2, 2, put(3, own)),
+            CuckooFilter::from_parts(
+                l,
+                KeyHasher::new(0),
+                Default::default(),
+                64,
+                2,
+                2,
+                put(3, own)
+            ),
             Err(FromPartsError::BadWord { bucket: 3 })
         ));
         assert!(matches!(
-            CuckooFilter::from_parts(LayoutKind::Tags12x5, 0, 64, 1, 1, put(10, 0x001 << 48)),
+            CuckooFilter::from_parts(
+                LayoutKind::Tags12x5,
+                KeyHasher::new(0),
+                Default::default(),
+                64,
+                1,
+                1,
+                put(10, 0x001 << 48)
+            ),
             Err(FromPartsError::BadWord { bucket: 10 })
         ));
     }
@@ -245,7 +293,15 @@ mod tests {
             Ok(())
         };
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 64, 0, 0, forwarded),
+            CuckooFilter::from_parts(
+                l,
+                KeyHasher::new(0),
+                Default::default(),
+                64,
+                0,
+                0,
+                forwarded
+            ),
             Err(FromPartsError::BadWord { bucket: 1 })
         ));
         let high_bits = |dst: &mut [u8]| -> std::io::Result<()> {
@@ -253,7 +309,15 @@ mod tests {
             Ok(())
         };
         assert!(matches!(
-            CuckooFilter::from_parts(LayoutKind::Tags12x5, 0, 64, 0, 0, high_bits),
+            CuckooFilter::from_parts(
+                LayoutKind::Tags12x5,
+                KeyHasher::new(0),
+                Default::default(),
+                64,
+                0,
+                0,
+                high_bits
+            ),
             Err(FromPartsError::BadWord { bucket: 0 })
         ));
     }
@@ -263,20 +327,36 @@ mod tests {
         let l = LayoutKind::Tags16x4;
         let never = |_: &mut [u8]| -> std::io::Result<()> { panic!("must not fill") };
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 63, 0, 0, never),
+            CuckooFilter::from_parts(l, KeyHasher::new(0), Default::default(), 63, 0, 0, never),
             Err(FromPartsError::BadM0(63))
         ));
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 1 << 40, 0, 0, never),
+            CuckooFilter::from_parts(
+                l,
+                KeyHasher::new(0),
+                Default::default(),
+                1 << 40,
+                0,
+                0,
+                never
+            ),
             Err(FromPartsError::BadM0(_))
         ));
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 64, 13, 0, never),
+            CuckooFilter::from_parts(l, KeyHasher::new(0), Default::default(), 64, 13, 0, never),
             Err(FromPartsError::BadGeneration(13))
         ));
         // 2^44 buckets pass the checks, and the allocator refuses them.
         assert!(matches!(
-            CuckooFilter::from_parts(l, 0, 1 << 32, 12, 0, never),
+            CuckooFilter::from_parts(
+                l,
+                KeyHasher::new(0),
+                Default::default(),
+                1 << 32,
+                12,
+                0,
+                never
+            ),
             Err(FromPartsError::Allocation { .. })
         ));
     }

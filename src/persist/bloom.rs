@@ -57,10 +57,17 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             supported: BIT_MAPPING_VERSION,
         });
     }
+    if h.max_memory != 0 {
+        return Err(LoadError::ReservedNotZero {
+            offset: format::offset::MAX_MEMORY,
+            value: h.max_memory,
+        });
+    }
     let parts = BloomParts {
         blocks: h.buckets,
         hashes: u32::from(h.tags_per_bucket),
         seed: h.seed,
+        algorithm: h.algorithm()?,
         capacity: h.m0,
         target_fpr: f64::from_bits(h.param64),
     };
@@ -186,8 +193,9 @@ impl BloomFilter {
     pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
         let p = self.parts();
         let header = Header {
+            version: format::FORMAT_VERSION,
             kind: format::KIND_BLOOM,
-            hash_algorithm: format::HASH_AHASH_V1,
+            hash_algorithm: p.algorithm.id(),
             flags: 0,
             tag_bits: 0,
             tags_per_bucket: p.hashes as u8,
@@ -196,10 +204,12 @@ impl BloomFilter {
             m0: p.capacity,
             buckets: p.blocks,
             seed: p.seed,
-            probe: saved::probe(p.seed),
+            probe: saved::probe(p.seed, p.algorithm),
             payload_len: p.blocks * BLOCK_BYTES,
             param32: BIT_MAPPING_VERSION,
             param64: p.target_fpr.to_bits(),
+            max_memory: 0,
+            reserved: 0,
         };
         saved::write_file(writer, header, self.words(), |chunk, out| {
             for (dst, word) in out.chunks_exact_mut(8).zip(chunk) {

@@ -6,8 +6,9 @@ use super::format::{self, Header};
 use super::saved::{self, PayloadCheck, Saved};
 use super::stream;
 use crate::cuckoo::snapshot::FromPartsError;
-use crate::cuckoo::{CuckooFilter, LayoutKind};
+use crate::cuckoo::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::filter::FilterKind;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::bucket::{self, L12x5, L16x4, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
 use crate::sync::{AtomicU64, Ordering};
@@ -21,6 +22,46 @@ pub(crate) struct Shape {
     pub(crate) geo: Geometry,
     /// Payload bytes: `8 * (m0 << generation)`.
     pub(crate) payload_len: u64,
+    /// The saved growth settings (version 1: the builder's defaults).
+    pub(crate) policy: GrowthPolicy,
+    pub(crate) algorithm: HashAlgorithm,
+}
+
+/// Growth codes at offset 20 (version 2).
+const GROWTH_DOUBLE: u32 = 0;
+const GROWTH_FIXED: u32 = 1;
+
+/// The growth settings a header holds: version 2 saves them (growth at
+/// offset 20, `max_false_positive_rate` at 64, `max_memory` at 72, 0 for
+/// none); version 1 has 0 in both of its fields and gets the defaults.
+fn policy(h: &Header) -> Result<GrowthPolicy, LoadError> {
+    if h.version == 1 {
+        for (offset, value) in [
+            (format::offset::PARAM32, u64::from(h.param32)),
+            (format::offset::PARAM64, h.param64),
+        ] {
+            if value != 0 {
+                return Err(LoadError::ReservedNotZero { offset, value });
+            }
+        }
+        return Ok(GrowthPolicy::default());
+    }
+    let growth = match h.param32 {
+        GROWTH_DOUBLE => Growth::Double,
+        GROWTH_FIXED => Growth::Fixed,
+        code => return Err(LoadError::UnknownGrowth(code)),
+    };
+    let rate = f64::from_bits(h.param64);
+    // The builder's own rule (`CuckooFilterBuilder::build`).
+    if !(rate > 0.0 && rate <= 1.0) {
+        return Err(LoadError::InvalidMaxFalsePositiveRate { rate });
+    }
+    Ok(GrowthPolicy {
+        growth,
+        max_memory: (h.max_memory != 0)
+            .then(|| usize::try_from(h.max_memory).unwrap_or(usize::MAX)),
+        max_false_positive_rate: rate,
+    })
 }
 
 /// Checks every cuckoo-specific header field except the hash probe (which
@@ -34,14 +75,8 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             found,
         });
     }
-    for (offset, value) in [
-        (format::offset::PARAM32, u64::from(h.param32)),
-        (format::offset::PARAM64, h.param64),
-    ] {
-        if value != 0 {
-            return Err(LoadError::ReservedNotZero { offset, value });
-        }
-    }
+    let policy = policy(h)?;
+    let algorithm = h.algorithm()?;
     let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
         (16, 4, 1) => LayoutKind::Tags16x4,
         (12, 5, 1) => LayoutKind::Tags12x5,
@@ -81,6 +116,8 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
         layout,
         geo,
         payload_len,
+        policy,
+        algorithm,
     })
 }
 
@@ -287,7 +324,8 @@ impl Saved for CuckooFilter {
     ) -> Result<Self, LoadError> {
         CuckooFilter::from_parts(
             shape.layout,
-            h.seed,
+            KeyHasher::with_algorithm(h.seed, shape.algorithm),
+            shape.policy,
             shape.geo.m0(),
             shape.geo.generation(),
             count,
@@ -320,10 +358,11 @@ impl CuckooFilter {
     /// to bound the stall, write to memory or the page cache first.
     ///
     /// A growing filter is saved after its current migration finishes, as
-    /// one table of its current generation. The growth settings
-    /// ([`Growth`](crate::Growth), `max_memory`, `max_false_positive_rate`)
-    /// are not in format version 1: a loaded filter has the builder's
-    /// defaults.
+    /// one table of its current generation. The file holds everything the
+    /// filter needs to behave as before: layout, seed, hash algorithm,
+    /// generation and the growth settings ([`Growth`](crate::Growth),
+    /// `max_memory`, `max_false_positive_rate`). (A format version 1 file
+    /// had no growth settings: loaded, it gets the builder's defaults.)
     ///
     /// # Errors
     ///
@@ -342,8 +381,9 @@ impl CuckooFilter {
     pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
         self.with_snapshot(|view| {
             let header = Header {
+                version: format::FORMAT_VERSION,
                 kind: format::KIND_CUCKOO,
-                hash_algorithm: format::HASH_AHASH_V1,
+                hash_algorithm: view.hash_algorithm.id(),
                 flags: 0,
                 tag_bits: view.layout.tag_bits() as u8,
                 tags_per_bucket: view.layout.lanes() as u8,
@@ -352,10 +392,15 @@ impl CuckooFilter {
                 m0: view.m0,
                 buckets: view.words.len() as u64,
                 seed: view.seed,
-                probe: saved::probe(view.seed),
+                probe: saved::probe(view.seed, view.hash_algorithm),
                 payload_len: view.words.len() as u64 * 8,
-                param32: 0,
-                param64: 0,
+                param32: match view.policy.growth {
+                    Growth::Double => GROWTH_DOUBLE,
+                    Growth::Fixed => GROWTH_FIXED,
+                },
+                param64: view.policy.max_false_positive_rate.to_bits(),
+                max_memory: view.policy.max_memory.map_or(0, |m| m as u64),
+                reserved: 0,
             };
             saved::write_file(writer, header, view.words, |chunk, out| match view.layout {
                 LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
@@ -460,6 +505,8 @@ mod tests {
             layout,
             geo: Geometry::new(crate::raw::geometry::MAX_M0, 0),
             payload_len: 0,
+            policy: GrowthPolicy::default(),
+            algorithm: HashAlgorithm::Xxh3,
         })
     }
 
@@ -587,7 +634,16 @@ mod tests {
         // A table of generation 2 (four regions), built from parts the way
         // growth will leave one: every field survives the file.
         let l = LayoutKind::Tags16x4;
-        let src = CuckooFilter::from_parts(l, 5, 128, 2, 0, |_| Ok(())).unwrap();
+        let src = CuckooFilter::from_parts(
+            l,
+            KeyHasher::new(5),
+            GrowthPolicy::default(),
+            128,
+            2,
+            0,
+            |_| Ok(()),
+        )
+        .unwrap();
         let keys: Vec<u64> = (0..1500).collect();
         for k in &keys {
             src.insert(k).unwrap();

@@ -33,7 +33,8 @@ pub enum LoadError {
     UnsupportedVersion {
         /// The file's version.
         found: u16,
-        /// The version this build reads and writes.
+        /// The newest version this build reads (it reads 1 up to this one)
+        /// and the one it writes.
         supported: u16,
     },
     /// The header's checksum does not match its bytes: the header is
@@ -140,8 +141,9 @@ pub enum LoadError {
         actual: u64,
     },
     /// The hash probe differs: this build hashes keys differently from the
-    /// one that saved the file (another `ahash` version or CPU features),
-    /// so loading it would answer "absent" for keys that are in it.
+    /// one that saved the file (a format version 1 file hashed with
+    /// another `ahash` version or CPU features), so loading it would answer
+    /// "absent" for keys that are in it.
     HashProbeMismatch {
         /// The probe stored in the file.
         stored: u64,
@@ -172,6 +174,15 @@ pub enum LoadError {
         /// Occupied slots counted in the payload.
         counted: u64,
     },
+    /// The cuckoo filter's growth setting (offset 20, version 2) is
+    /// neither 0 (double) nor 1 (fixed).
+    UnknownGrowth(u32),
+    /// The cuckoo filter's saved `max_false_positive_rate` is not in
+    /// `(0, 1]` (the builder's range).
+    InvalidMaxFalsePositiveRate {
+        /// The file's rate.
+        rate: f64,
+    },
     /// The file is valid, but the allocator refused the table.
     AllocationFailed {
         /// Bytes requested.
@@ -197,7 +208,7 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnsupportedVersion { found, supported } => write!(
                 f,
-                "koel file format version {found} is not supported: this build reads version {supported}"
+                "koel file format version {found} is not supported: this build reads versions 1 to {supported}"
             ),
             LoadError::HeaderChecksumMismatch { stored, computed } => write!(
                 f,
@@ -212,7 +223,17 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnknownHashAlgorithm(id) => write!(
                 f,
-                "unknown hash algorithm {id}: this build hashes with ahash (id 1) only"
+                "unknown hash algorithm {id}: this build knows XXH3 (id 2) and, for version 1 \
+                 files, ahash (id 1)"
+            ),
+            LoadError::UnknownGrowth(code) => write!(
+                f,
+                "unknown growth setting {code} in the header: this build knows 0 (double) and 1 (fixed)"
+            ),
+            LoadError::InvalidMaxFalsePositiveRate { rate } => write!(
+                f,
+                "cuckoo max_false_positive_rate {} is outside (0, 1]",
+                crate::error::Rate(*rate)
             ),
             LoadError::UnknownFlags(flags) => write!(
                 f,
@@ -291,8 +312,8 @@ impl fmt::Display for LoadError {
             LoadError::HashProbeMismatch { stored, computed } => write!(
                 f,
                 "this build hashes keys differently from the one that saved the file \
-                 (probe {computed:#018x}, file says {stored:#018x}; another ahash version or \
-                 CPU features?): loading it would lose items, so it is refused"
+                 (probe {computed:#018x}, file says {stored:#018x}; a version 1 file from another \
+                 ahash version or CPU features?): loading it would lose items, so it is refused"
             ),
             LoadError::ChecksumMismatch { stored, computed } => write!(
                 f,
@@ -359,9 +380,11 @@ mod tests {
             LoadError::CorruptPayload { .. } => 23,
             LoadError::ItemCountMismatch { .. } => 24,
             LoadError::AllocationFailed { .. } => 25,
+            LoadError::UnknownGrowth(_) => 26,
+            LoadError::InvalidMaxFalsePositiveRate { .. } => 27,
         }
     }
-    const VARIANTS: usize = 26;
+    const VARIANTS: usize = 28;
 
     /// One value of every variant, with the words its message must hold
     /// (what is wrong, and the values that say by how much).
@@ -391,9 +414,9 @@ mod tests {
             (
                 LoadError::UnsupportedVersion {
                     found: 9,
-                    supported: 1,
+                    supported: 2,
                 },
-                &["version 9 is not supported", "reads version 1"],
+                &["version 9 is not supported", "reads versions 1 to 2"],
             ),
             (
                 LoadError::HeaderChecksumMismatch {
@@ -416,7 +439,15 @@ mod tests {
             ),
             (
                 LoadError::UnknownHashAlgorithm(3),
-                &["unknown hash algorithm 3", "ahash"],
+                &["unknown hash algorithm 3", "XXH3 (id 2)", "ahash (id 1)"],
+            ),
+            (
+                LoadError::UnknownGrowth(5),
+                &["unknown growth setting 5", "0 (double)", "1 (fixed)"],
+            ),
+            (
+                LoadError::InvalidMaxFalsePositiveRate { rate: 2.5 },
+                &["max_false_positive_rate 2.5", "outside"],
             ),
             (LoadError::UnknownFlags(0x30), &["flags 0x30"]),
             (

@@ -4,23 +4,25 @@
 
 use super::error::LoadError;
 use crate::filter::FilterKind;
+use crate::hash::HashAlgorithm;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// First 8 bytes of every koel file.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89KOEL\r\n\x1a";
-/// The format version this build writes and reads.
-pub(crate) const FORMAT_VERSION: u16 = 1;
-/// Bytes of the fixed header, its checksum included.
-pub(crate) const HEADER_LEN: usize = 80;
+/// The format version this build writes (it reads 1 and 2).
+pub(crate) const FORMAT_VERSION: u16 = 2;
+/// Bytes of a version 2 header, its checksum included; the longest header.
+pub(crate) const HEADER_LEN: usize = 96;
+/// Bytes of a version 1 header, its checksum included.
+pub(crate) const HEADER_LEN_V1: usize = 80;
+/// Bytes that say how long the rest of the header is: magic and version.
+pub(crate) const PREFIX_LEN: usize = 10;
 /// Bytes after the payload: item count and checksum.
 pub(crate) const TRAILER_LEN: usize = 16;
 /// The input whose hash under the file's seed is stored as the probe:
-/// a string and a fixed-width integer, both of which hash the same on
-/// every platform of one build (no `usize` in it).
+/// a string and a fixed-width integer.
 pub(crate) const PROBE_INPUT: (&str, u64) = ("koel hash probe", 0x6b6f_656c_7072_6f62);
 
-/// The hash-algorithm id of `ahash` 0.8 seeded as koel seeds it.
-pub(crate) const HASH_AHASH_V1: u8 = 1;
 /// Kind byte of a cuckoo filter.
 pub(crate) const KIND_CUCKOO: u8 = 1;
 /// Kind byte of a Bloom filter.
@@ -43,12 +45,62 @@ pub(crate) mod offset {
     pub(crate) const PROBE: usize = 48;
     pub(crate) const PAYLOAD_LEN: usize = 56;
     pub(crate) const PARAM64: usize = 64;
-    pub(crate) const HEADER_CHECKSUM: usize = 72;
+    pub(crate) const MAX_MEMORY: usize = 72;
+    pub(crate) const RESERVED: usize = 80;
+    pub(crate) const HEADER_CHECKSUM: usize = 88;
+}
+
+/// The header length of format `version` (1 or 2).
+pub(crate) fn header_len(version: u16) -> usize {
+    if version == 1 {
+        HEADER_LEN_V1
+    } else {
+        HEADER_LEN
+    }
+}
+
+/// A header as read: the bytes of its version's length.
+#[derive(Clone, Copy)]
+pub(crate) struct HeaderBytes {
+    buf: [u8; HEADER_LEN],
+    len: usize,
+}
+
+impl HeaderBytes {
+    pub(crate) fn new(buf: [u8; HEADER_LEN], len: usize) -> Self {
+        HeaderBytes { buf, len }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Checks the magic and the version in the first `PREFIX_LEN` bytes;
+/// returns the version. Done before the rest of the header is read,
+/// since another version may lay it out (and checksum it) differently.
+pub(crate) fn check_prefix(b: &[u8]) -> Result<u16, LoadError> {
+    let mut magic = [0u8; 8];
+    magic.copy_from_slice(&b[..8]);
+    if magic != MAGIC {
+        return Err(LoadError::NotKoelFile { found: magic });
+    }
+    let version = u16::from_le_bytes([b[offset::VERSION], b[offset::VERSION + 1]]);
+    if !(1..=FORMAT_VERSION).contains(&version) {
+        return Err(LoadError::UnsupportedVersion {
+            found: version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(version)
 }
 
 /// The header fields, decoded but not yet checked against a filter kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
+    /// The file's format version (1 or 2); `encode` always writes the
+    /// current one.
+    pub(crate) version: u16,
     pub(crate) kind: u8,
     pub(crate) hash_algorithm: u8,
     pub(crate) flags: u32,
@@ -65,26 +117,26 @@ pub(crate) struct Header {
     pub(crate) param32: u32,
     /// The kind-specific 64-bit field at offset 64.
     pub(crate) param64: u64,
+    /// Version 2: the cuckoo filter's `max_memory` (0: none) at offset 72.
+    pub(crate) max_memory: u64,
+    /// Version 2: the reserved field at offset 80.
+    pub(crate) reserved: u64,
 }
 
-fn u16_at(b: &[u8; HEADER_LEN], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn u32_at(b: &[u8; HEADER_LEN], at: usize) -> u32 {
+fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut x = [0u8; 4];
     x.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(x)
 }
 
-fn u64_at(b: &[u8; HEADER_LEN], at: usize) -> u64 {
+fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(x)
 }
 
 impl Header {
-    /// The 80 header bytes, checksum included.
+    /// The header bytes of the current version, checksum included.
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
@@ -104,6 +156,8 @@ impl Header {
             (offset::PROBE, self.probe),
             (offset::PAYLOAD_LEN, self.payload_len),
             (offset::PARAM64, self.param64),
+            (offset::MAX_MEMORY, self.max_memory),
+            (offset::RESERVED, self.reserved),
         ] {
             b[at..at + 8].copy_from_slice(&v.to_le_bytes());
         }
@@ -112,31 +166,31 @@ impl Header {
         b
     }
 
-    /// Decodes `b`, checking in this order: magic, version, header checksum,
-    /// then the fields that do not depend on the filter kind (kind, hash
-    /// algorithm, flags); the kind-specific fields are checked by the kind's
-    /// loader. The magic and version come first
-    /// because another version may lay out (and checksum) its header
-    /// differently; everything else is trusted only once the checksum holds.
-    pub(crate) fn decode(b: &[u8; HEADER_LEN]) -> Result<Header, LoadError> {
-        let mut magic = [0u8; 8];
-        magic.copy_from_slice(&b[..8]);
-        if magic != MAGIC {
-            return Err(LoadError::NotKoelFile { found: magic });
-        }
-        let version = u16_at(b, offset::VERSION);
-        if version != FORMAT_VERSION {
-            return Err(LoadError::UnsupportedVersion {
-                found: version,
-                supported: FORMAT_VERSION,
+    /// Decodes a whole header of its version's length, checking in this
+    /// order: magic, version, header checksum, then the fields that do not
+    /// depend on the filter kind (kind, hash algorithm, flags); the
+    /// kind-specific fields are checked by the kind's loader. The magic and
+    /// version come first because another version may lay out (and
+    /// checksum) its header differently; everything else is trusted only
+    /// once the checksum holds.
+    pub(crate) fn decode(b: &[u8]) -> Result<Header, LoadError> {
+        let version = check_prefix(b)?;
+        if b.len() != header_len(version) {
+            return Err(LoadError::Truncated {
+                section: "header",
+                expected: header_len(version) as u64,
+                found: b.len() as u64,
             });
         }
-        let stored = u64_at(b, offset::HEADER_CHECKSUM);
-        let computed = xxh3_64(&b[..offset::HEADER_CHECKSUM]);
+        let sum_at = header_len(version) - 8;
+        let stored = u64_at(b, sum_at);
+        let computed = xxh3_64(&b[..sum_at]);
         if stored != computed {
             return Err(LoadError::HeaderChecksumMismatch { stored, computed });
         }
+        let v2 = version >= 2;
         let h = Header {
+            version,
             kind: b[offset::KIND],
             hash_algorithm: b[offset::HASH_ALGORITHM],
             flags: u32_at(b, offset::FLAGS),
@@ -151,15 +205,38 @@ impl Header {
             payload_len: u64_at(b, offset::PAYLOAD_LEN),
             param32: u32_at(b, offset::PARAM32),
             param64: u64_at(b, offset::PARAM64),
+            max_memory: if v2 { u64_at(b, offset::MAX_MEMORY) } else { 0 },
+            reserved: if v2 { u64_at(b, offset::RESERVED) } else { 0 },
         };
         h.kind()?;
-        if h.hash_algorithm != HASH_AHASH_V1 {
-            return Err(LoadError::UnknownHashAlgorithm(h.hash_algorithm));
-        }
+        h.algorithm()?;
         if h.flags != 0 {
             return Err(LoadError::UnknownFlags(h.flags));
         }
+        if h.reserved != 0 {
+            return Err(LoadError::ReservedNotZero {
+                offset: offset::RESERVED,
+                value: h.reserved,
+            });
+        }
         Ok(h)
+    }
+
+    /// The hash algorithm the header names. Version 1 files were all
+    /// hashed with `ahash`.
+    pub(crate) fn algorithm(&self) -> Result<HashAlgorithm, LoadError> {
+        match HashAlgorithm::from_id(self.hash_algorithm) {
+            Some(HashAlgorithm::Xxh3) if self.version == 1 => {
+                Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm))
+            }
+            Some(a) => Ok(a),
+            None => Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm)),
+        }
+    }
+
+    /// Bytes of this header in its file.
+    pub(crate) fn len(&self) -> usize {
+        header_len(self.version)
     }
 
     /// The filter kind named by the kind byte.
@@ -176,7 +253,7 @@ impl Header {
     /// (once validated, the payload length is far below `u64::MAX`).
     pub(crate) fn file_len(&self) -> u64 {
         self.payload_len
-            .saturating_add((HEADER_LEN + TRAILER_LEN) as u64)
+            .saturating_add((self.len() + TRAILER_LEN) as u64)
     }
 }
 
@@ -201,8 +278,9 @@ mod tests {
 
     fn sample() -> Header {
         Header {
+            version: FORMAT_VERSION,
             kind: KIND_CUCKOO,
-            hash_algorithm: HASH_AHASH_V1,
+            hash_algorithm: 2,
             flags: 0,
             tag_bits: 16,
             tags_per_bucket: 4,
@@ -215,6 +293,8 @@ mod tests {
             payload_len: 8 << 22,
             param32: 0xA1B2_C3D4,
             param64: 0x1122_3344_5566_7788,
+            max_memory: 0x99AA_BBCC_DDEE_FF00,
+            reserved: 0,
         }
     }
 
@@ -224,9 +304,9 @@ mod tests {
         let b = h.encode();
         assert_eq!(Header::decode(&b).unwrap(), h);
         assert_eq!(&b[..8], b"\x89KOEL\r\n\x1a");
-        assert_eq!(&b[8..10], &[1, 0], "version 1, little-endian");
+        assert_eq!(&b[8..10], &[2, 0], "version 2, little-endian");
         assert_eq!(b[10], 1, "kind: cuckoo");
-        assert_eq!(b[11], 1, "hash algorithm: ahash v1");
+        assert_eq!(b[11], 2, "hash algorithm: XXH3");
         assert_eq!(&b[12..16], &[0; 4], "flags");
         assert_eq!(&b[16..20], &[16, 4, 1, 2]);
         assert_eq!(&b[20..24], &[0xD4, 0xC3, 0xB2, 0xA1], "param32");
@@ -239,7 +319,50 @@ mod tests {
         assert_eq!(&b[48..56], &42u64.to_le_bytes());
         assert_eq!(&b[56..64], &(8u64 << 22).to_le_bytes());
         assert_eq!(&b[64..72], &0x1122_3344_5566_7788u64.to_le_bytes());
-        assert_eq!(&b[72..], &xxh3_64(&b[..72]).to_le_bytes());
+        assert_eq!(&b[72..80], &0x99AA_BBCC_DDEE_FF00u64.to_le_bytes());
+        assert_eq!(&b[80..88], &[0; 8], "reserved");
+        assert_eq!(&b[88..], &xxh3_64(&b[..88]).to_le_bytes());
+    }
+
+    /// A version 1 header (80 bytes, checksum at 72) as version 1 wrote it.
+    fn v1_bytes(algorithm: u8) -> Vec<u8> {
+        let mut b = sample().encode()[..80].to_vec();
+        b[8] = 1;
+        b[11] = algorithm;
+        let sum = xxh3_64(&b[..72]);
+        b[72..].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn version_1_headers_decode_with_their_own_length_and_algorithm() {
+        let h = Header::decode(&v1_bytes(1)).unwrap();
+        assert_eq!((h.version, h.len(), h.max_memory), (1, 80, 0));
+        assert_eq!(h.algorithm().unwrap(), HashAlgorithm::Ahash);
+        // Version 1 never wrote the XXH3 id.
+        assert!(matches!(
+            Header::decode(&v1_bytes(2)),
+            Err(LoadError::UnknownHashAlgorithm(2))
+        ));
+    }
+
+    #[test]
+    fn unknown_hash_algorithms_and_reserved_bits_are_refused() {
+        let mut h = sample();
+        h.hash_algorithm = 7;
+        assert!(matches!(
+            Header::decode(&h.encode()),
+            Err(LoadError::UnknownHashAlgorithm(7))
+        ));
+        let mut h = sample();
+        h.reserved = 1;
+        assert!(matches!(
+            Header::decode(&h.encode()),
+            Err(LoadError::ReservedNotZero {
+                offset: 80,
+                value: 1
+            })
+        ));
     }
 
     #[test]
@@ -248,18 +371,18 @@ mod tests {
         let mut b = good;
         b[0] = b'P';
         // Even with the checksum also wrong, a wrong magic is reported.
-        b[75] ^= 1;
+        b[91] ^= 1;
         assert!(matches!(
             Header::decode(&b),
             Err(LoadError::NotKoelFile { .. })
         ));
         let mut b = good;
-        b[8] = 2;
+        b[8] = 3;
         assert!(matches!(
             Header::decode(&b),
             Err(LoadError::UnsupportedVersion {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             })
         ));
         let mut b = good;

@@ -3,9 +3,10 @@
 use super::bloom::{self, BitCount};
 use super::cuckoo::{self, WordCheck};
 use super::error::LoadError;
-use super::format::{read_full, Header, FORMAT_VERSION, TRAILER_LEN};
+use super::format::{read_full, Header, TRAILER_LEN};
 use super::saved::{self, PayloadCheck};
 use super::stream::{self, CHUNK};
+use crate::cuckoo::Growth;
 use crate::filter::FilterKind;
 use std::io::Read;
 use xxhash_rust::xxh3::Xxh3;
@@ -39,8 +40,20 @@ pub enum ChecksumStatus {
 pub struct FileInfo {
     /// Which kind of filter the file holds.
     pub kind: FilterKind,
-    /// The file's format version.
+    /// The file's format version (1 or 2).
     pub format_version: u16,
+    /// The hash algorithm's id in the header: 2 = XXH3 (every filter this
+    /// build makes), 1 = `ahash` (format version 1 files and filters
+    /// loaded from them). See [`hash_algorithm_name`](Self::hash_algorithm_name).
+    pub hash_algorithm: u8,
+    /// The cuckoo filter's growth setting (`None` for a Bloom filter; a
+    /// version 1 file did not save it and loads as [`Growth::Double`]).
+    pub growth: Option<Growth>,
+    /// The cuckoo filter's `max_false_positive_rate` (`None` for a Bloom
+    /// filter; version 1: the default it loads with).
+    pub max_false_positive_rate: Option<f64>,
+    /// The cuckoo filter's `max_memory` in bytes, if it has one.
+    pub max_memory: Option<u64>,
     /// Bits per tag (cuckoo filter; 0 for a Bloom filter).
     pub fingerprint_bits: u32,
     /// Tags per bucket (cuckoo filter; 0 for a Bloom filter).
@@ -77,6 +90,17 @@ pub struct FileInfo {
     pub checksum: ChecksumStatus,
 }
 
+impl FileInfo {
+    /// The name of the hash algorithm: `"xxh3"`, `"ahash"` (format version
+    /// 1), or `"unknown"`.
+    pub fn hash_algorithm_name(&self) -> &'static str {
+        match crate::hash::HashAlgorithm::from_id(self.hash_algorithm) {
+            Some(a) => a.name(),
+            None => "unknown",
+        }
+    }
+}
+
 /// Reads a saved filter's header and streams its payload to verify the
 /// checksum and count the items, without building a filter: memory use is
 /// one 1 MiB buffer whatever the file's size.
@@ -105,10 +129,15 @@ pub struct FileInfo {
 /// version, damaged or invalid, or for a read error.
 pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
     let header = stream::read_header(&mut reader)?;
-    let h = Header::decode(&header)?;
+    let header = header.as_slice();
+    let h = Header::decode(header)?;
     let mut info = FileInfo {
         kind: h.kind()?,
-        format_version: FORMAT_VERSION,
+        format_version: h.version,
+        hash_algorithm: h.hash_algorithm,
+        growth: None,
+        max_false_positive_rate: None,
+        max_memory: None,
         fingerprint_bits: 0,
         tags_per_bucket: 0,
         m0: 0,
@@ -134,14 +163,17 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
             info.tags_per_bucket = shape.layout.lanes();
             info.m0 = shape.geo.m0();
             info.generation = shape.geo.generation();
-            stream_payload(reader, &header, WordCheck::new(&shape), info)
+            info.growth = Some(shape.policy.growth);
+            info.max_false_positive_rate = Some(shape.policy.max_false_positive_rate);
+            info.max_memory = shape.policy.max_memory.map(|m| m as u64);
+            stream_payload(reader, header, WordCheck::new(&shape), info)
         }
         FilterKind::Bloom => {
             let shape = bloom::shape(&h)?;
             info.bits_per_key = shape.parts.hashes;
             info.sized_capacity = Some(shape.parts.capacity);
             info.target_false_positive_rate = Some(shape.parts.target_fpr);
-            stream_payload(reader, &header, BitCount::default(), info)
+            stream_payload(reader, header, BitCount::default(), info)
         }
     }
 }

@@ -25,6 +25,8 @@ mod file;
 mod format;
 mod inspect;
 mod saved;
+#[cfg(feature = "serde")]
+mod serde;
 mod stream;
 
 pub use error::LoadError;

@@ -3,23 +3,23 @@
 //! its header checks, its per-word check and its constructor.
 
 use super::error::LoadError;
-use super::format::{self, read_full, Header, HEADER_LEN, TRAILER_LEN};
+use super::format::{self, read_full, Header, HeaderBytes, TRAILER_LEN};
 use super::stream::{self, PayloadReader, CHUNK};
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::sync::AtomicU64;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use xxhash_rust::xxh3::Xxh3;
 
-/// The hash probe of `seed`: this build's hash of the fixed probe input.
-/// Both filter kinds hash keys with [`KeyHasher`].
-pub(crate) fn probe(seed: u64) -> u64 {
-    KeyHasher::new(seed).hash(&format::PROBE_INPUT)
+/// The hash probe of `seed` under `algorithm`: this build's hash of the
+/// fixed probe input. Both filter kinds hash keys with [`KeyHasher`].
+pub(crate) fn probe(seed: u64, algorithm: HashAlgorithm) -> u64 {
+    KeyHasher::with_algorithm(seed, algorithm).hash(&format::PROBE_INPUT)
 }
 
 /// Refuses a file whose hash probe this build does not reproduce.
 pub(crate) fn check_probe(h: &Header) -> Result<(), LoadError> {
-    let computed = probe(h.seed);
+    let computed = probe(h.seed, h.algorithm()?);
     if computed != h.probe {
         return Err(LoadError::HashProbeMismatch {
             stored: h.probe,
@@ -96,9 +96,9 @@ pub(crate) fn write_file<W: Write>(
 /// The header of the input, decoded and checked for kind `F`.
 fn read_checked_header<F: Saved>(
     r: &mut impl Read,
-) -> Result<([u8; HEADER_LEN], Header, F::Shape), LoadError> {
+) -> Result<(HeaderBytes, Header, F::Shape), LoadError> {
     let bytes = stream::read_header(r)?;
-    let h = Header::decode(&bytes)?;
+    let h = Header::decode(bytes.as_slice())?;
     let shape = F::shape(&h)?;
     check_probe(&h)?;
     Ok((bytes, h, shape))
@@ -109,7 +109,7 @@ fn read_checked_header<F: Saved>(
 pub(crate) fn read_from<F: Saved>(mut reader: impl Read) -> Result<F, LoadError> {
     let (bytes, h, shape) = read_checked_header::<F>(&mut reader)?;
     let mut sum = Xxh3::new();
-    sum.update(&bytes);
+    sum.update(bytes.as_slice());
     let mut check = F::check(&shape);
     let payload = PayloadReader::new(F::payload_len(&shape)).read_all(&mut reader, |chunk| {
         sum.update(chunk);
@@ -150,7 +150,7 @@ fn verify_payload<F: Saved>(
     shape: &F::Shape,
 ) -> Result<(), LoadError> {
     let payload_len = F::payload_len(shape);
-    f.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    f.seek(SeekFrom::Start(header.len() as u64))?;
     let mut sum = Xxh3::new();
     sum.update(header);
     let mut check = F::check(shape);
@@ -195,15 +195,15 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     if !fully_stored(&meta) {
         // A sparse (or compressed) file's length costs nothing to claim:
         // verify it with one chunk of memory before committing the table.
-        verify_payload::<F>(&mut f, &bytes, &shape)?;
+        verify_payload::<F>(&mut f, bytes.as_slice(), &shape)?;
     }
     // The item count is in the trailer and the filter wants it up front:
     // read it now, trust it only once the checksum (and the count of the
     // payload) confirm it below.
     let mut trailer = [0u8; TRAILER_LEN];
-    f.seek(SeekFrom::Start(HEADER_LEN as u64 + payload_len))?;
+    f.seek(SeekFrom::Start(h.len() as u64 + payload_len))?;
     let got = read_full(&mut f, &mut trailer)?;
-    f.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    f.seek(SeekFrom::Start(h.len() as u64))?;
     if got < TRAILER_LEN {
         // The file shrank after its length was read.
         return Err(LoadError::Truncated {
@@ -214,7 +214,7 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     }
     let claimed_count = stream::le_word(&trailer[..8]);
     let mut sum = Xxh3::new();
-    sum.update(&bytes);
+    sum.update(bytes.as_slice());
     let mut check = F::check(&shape);
     // The fill closure reports through io::Error; keep the real cause.
     let mut failure = None;

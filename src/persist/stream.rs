@@ -2,7 +2,9 @@
 //! is buffered only as fast as it arrives, and the trailer with the checksum.
 
 use super::error::LoadError;
-use super::format::{read_full, HEADER_LEN, TRAILER_LEN};
+use super::format::{
+    check_prefix, header_len, read_full, HeaderBytes, HEADER_LEN, PREFIX_LEN, TRAILER_LEN,
+};
 use std::io::Read;
 use xxhash_rust::xxh3::Xxh3;
 
@@ -33,18 +35,29 @@ pub(crate) fn le_to_native_in_place(bytes: &mut [u8]) {
     let _ = bytes;
 }
 
-/// The header bytes, or `Truncated` if the input ends first.
-pub(crate) fn read_header(r: &mut impl std::io::Read) -> Result<[u8; HEADER_LEN], LoadError> {
+/// The header bytes (as long as the file's version says), or `Truncated`
+/// if the input ends first. The magic and version are checked before the
+/// rest is read: another version may have another length.
+pub(crate) fn read_header(r: &mut impl std::io::Read) -> Result<HeaderBytes, LoadError> {
     let mut header = [0u8; HEADER_LEN];
-    let got = read_full(r, &mut header)?;
-    if got < HEADER_LEN {
+    let got = read_full(r, &mut header[..PREFIX_LEN])?;
+    if got < PREFIX_LEN {
         return Err(LoadError::Truncated {
             section: "header",
             expected: HEADER_LEN as u64,
             found: got as u64,
         });
     }
-    Ok(header)
+    let len = header_len(check_prefix(&header)?);
+    let got = PREFIX_LEN + read_full(r, &mut header[PREFIX_LEN..len])?;
+    if got < len {
+        return Err(LoadError::Truncated {
+            section: "header",
+            expected: len as u64,
+            found: got as u64,
+        });
+    }
+    Ok(HeaderBytes::new(header, len))
 }
 
 /// Reads the trailer, finishes the checksum `sum` (header and payload
