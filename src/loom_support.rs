@@ -15,6 +15,14 @@ pub enum Canary {
     /// A displacement hop clears the source before copying to the
     /// destination: the tag is briefly in neither bucket.
     RemoveBeforeCopy,
+    /// A displacement hop does not step the stripe between its copy and its
+    /// clear: a reader that loads the destination before the copy and the
+    /// source after the clear reads the same stripe value twice.
+    UnsteppedHop,
+    /// A displacement hop does not mark its tag in flight, and `count`
+    /// does not look: a count between the copy and the clear sees the tag
+    /// in both buckets.
+    UnmarkedHop,
     /// `contains` trusts a negative read without the stripe validation
     /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
