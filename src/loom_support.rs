@@ -23,6 +23,11 @@ pub enum Canary {
     /// does not look: a count between the copy and the clear sees the tag
     /// in both buckets.
     UnmarkedHop,
+    /// Taking a stripe is an Acquire-only CAS: a reader whose first stripe
+    /// load reads the held value is not shown what the writer did before
+    /// it took the stripe (the insert of the colliding key its `remove`
+    /// then takes).
+    AcquireOnlyTake,
     /// `contains` trusts a negative read without the stripe validation
     /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
@@ -65,6 +70,24 @@ std::thread_local! {
     /// threads on the thread of its test, and the tests of one binary run
     /// in parallel, so one shared list would mix their tables.
     static FREED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+std::thread_local! {
+    /// Whether stripe takes on this OS thread (so in the loom model it
+    /// runs) use the `AcquireOnlyTake` canary: a stripe take does not see
+    /// its table, so this canary is set per test rather than per filter.
+    static ACQUIRE_ONLY_TAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the stripe takes of models run from this thread Acquire-only
+/// (`true`), or correct again (`false`).
+pub fn set_acquire_only_take(on: bool) {
+    ACQUIRE_ONLY_TAKE.with(|c| c.set(on));
+}
+
+/// Whether the `AcquireOnlyTake` canary is on for this thread.
+pub(crate) fn acquire_only_take() -> bool {
+    ACQUIRE_ONLY_TAKE.with(|c| c.get())
 }
 
 /// Forgets the freed tables of earlier executions (call at model start).

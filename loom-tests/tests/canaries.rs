@@ -12,6 +12,7 @@
 //! * `UnsteppedHop` fails model 1 at three preemptions: a reader that read
 //!   the held stripe, then the destination before the copy and the source
 //!   after the clear, reads the same stripe value again and trusts its miss.
+//! * `AcquireOnlyTake` fails model 2b (in `remove.rs`, where it lives).
 //! * `UnmarkedHop` fails model 1c (`count` vs displacement): between the
 //!   copy and the clear the tag shows in both buckets, and nothing tells
 //!   the count that it is one copy in flight.

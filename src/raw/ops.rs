@@ -44,8 +44,9 @@
 //!   the remove's CAS reads a changed stripe; one that read the held value
 //!   first sees everything that happened before the remove took the
 //!   stripe, such as the insert of the key it removes, and can only be
-//!   ordered before inserts it did not see. (The remove of a key whose
-//!   insert has not completed removes a colliding copy, as documented.)
+//!   ordered before inserts it did not see (loom model 2b; the canary
+//!   `AcquireOnlyTake` fails it). (The remove of a key whose insert has not
+//!   completed removes a colliding copy, as documented.)
 //!   `insert_unique` only adds, `clear` is not atomic.
 //!
 //! A reader therefore retries only when a writer completed a step (took,

@@ -323,7 +323,15 @@ impl<'t> StripeLock<'t> {
                 // under this hold: everything that happened before this
                 // writer took the stripe (the insert of the key a `remove`
                 // takes, say) is visible to that reader's bucket loads.
-                match stripe.compare_exchange_weak(v, held, Ordering::AcqRel, Ordering::Relaxed) {
+                #[cfg(loom)]
+                let take = if crate::loom_support::acquire_only_take() {
+                    Ordering::Acquire
+                } else {
+                    Ordering::AcqRel
+                };
+                #[cfg(not(loom))]
+                let take = Ordering::AcqRel;
+                match stripe.compare_exchange_weak(v, held, take, Ordering::Relaxed) {
                     Ok(_) => return Some(StripeLock { stripe, held }),
                     Err(seen) => v = seen,
                 }
