@@ -44,11 +44,11 @@
 //!
 //! | operation | progress | a racing `contains` may return |
 //! | --- | --- | --- |
-//! | `contains` | never writes, never takes a lock; a positive answer is wait-free; a negative answer re-reads while a writer holds its bucket pair's stripe, so it is blocking in the strict sense (a writer preempted inside its few-CAS critical section delays it) | `true` once the insert's CAS landed |
+//! | `contains` | never writes, never takes a lock, never waits for a writer; a positive answer is wait-free; a negative answer re-reads only if a writer of its bucket pair completed a step during the read (lock-free) | `true` once the insert's CAS landed |
 //! | `insert` | lock-free when a candidate bucket has room (one CAS): it waits for no other thread, also during growth and during a save; displacement takes one bucket-pair stripe at a time (blocking under contention) | — |
 //! | `insert_unique` | holds the key's pair stripe for check-then-insert (blocking under contention); exactly one winner per absent key | — |
 //! | `remove` | holds the key's pair stripe (blocking under contention); removes exactly one copy | `false` once the removing CAS landed |
-//! | `count` | like a negative `contains`: validated, never writes | — |
+//! | `count` | like a negative `contains`; it also re-reads while a displacement of its own tag is in flight (so that copy counts once), the one case in which a preempted writer delays a lookup | — |
 //!
 //! A key that is in the filter is found by every `contains` that its
 //! `insert` happens-before (e.g. after a join, a channel message, or an

@@ -15,6 +15,19 @@ pub enum Canary {
     /// A displacement hop clears the source before copying to the
     /// destination: the tag is briefly in neither bucket.
     RemoveBeforeCopy,
+    /// A displacement hop does not step the stripe between its copy and its
+    /// clear: a reader that loads the destination before the copy and the
+    /// source after the clear reads the same stripe value twice.
+    UnsteppedHop,
+    /// A displacement hop does not mark its tag in flight, and `count`
+    /// does not look: a count between the copy and the clear sees the tag
+    /// in both buckets.
+    UnmarkedHop,
+    /// Taking a stripe is an Acquire-only CAS: a reader whose first stripe
+    /// load reads the held value is not shown what the writer did before
+    /// it took the stripe (the insert of the colliding key its `remove`
+    /// then takes).
+    AcquireOnlyTake,
     /// `contains` trusts a negative read without the stripe validation
     /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
@@ -52,6 +65,24 @@ pub enum Canary {
     /// running migration or holding the stripes: a tag already forwarded
     /// to the successor is missing from it.
     UnfinishedSnapshot,
+}
+
+std::thread_local! {
+    /// Whether stripe takes on this OS thread (so in the loom model it
+    /// runs) use the `AcquireOnlyTake` canary: a stripe take does not see
+    /// its table, so this canary is set per test rather than per filter.
+    static ACQUIRE_ONLY_TAKE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the stripe takes of models run from this thread Acquire-only
+/// (`true`), or correct again (`false`).
+pub fn set_acquire_only_take(on: bool) {
+    ACQUIRE_ONLY_TAKE.with(|c| c.set(on));
+}
+
+/// Whether the `AcquireOnlyTake` canary is on for this thread.
+pub(crate) fn acquire_only_take() -> bool {
+    ACQUIRE_ONLY_TAKE.with(|c| c.get())
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for

@@ -119,10 +119,8 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
         let limits = format!(
             "up to fpr {:.1e}{}",
             info.max_false_positive_rate.unwrap_or(0.0),
-            info.max_memory.map_or(String::new(), |m| format!(
-                ", max memory {}",
-                HumanBytes(m)
-            ))
+            info.max_memory
+                .map_or(String::new(), |m| format!(", max memory {}", HumanBytes(m)))
         );
         match growth {
             koel::Growth::Fixed => println!("{indent}growth       fixed (never grows)"),

@@ -4,13 +4,18 @@
 //!
 //! Which model each canary breaks follows from the protocol:
 //!
-//! * `RemoveBeforeCopy` cannot fail model 1 (`contains` vs displacement):
-//!   the hop holds the pair's stripe while the tag is in neither bucket, and
-//!   a reader that misses re-reads until the stripe is even and unchanged.
-//!   (Checked: model 1 passes with this canary, one or three moves.) What
-//!   the order really protects is the tag when the copy *fails*: cleared
-//!   from the source, it then has nowhere to go. Model 4 makes the copy
-//!   fail by racing an insert for the destination's last lane.
+//! * `RemoveBeforeCopy`: what the order protects most plainly is the tag
+//!   when the copy *fails*: cleared from the source, it then has nowhere to
+//!   go. Model 4 makes the copy fail by racing an insert for the
+//!   destination's last lane. (Readers no longer wait for a held stripe,
+//!   so a reader between that canary's clear and copy can miss too.)
+//! * `UnsteppedHop` fails model 1 at three preemptions: a reader that read
+//!   the held stripe, then the destination before the copy and the source
+//!   after the clear, reads the same stripe value again and trusts its miss.
+//! * `AcquireOnlyTake` fails model 2b (in `remove.rs`, where it lives).
+//! * `UnmarkedHop` fails model 1c (`count` vs displacement): between the
+//!   copy and the clear the tag shows in both buckets, and nothing tells
+//!   the count that it is one copy in flight.
 //! * `UnlockedRemove` fails model 2: a remove that does not hold the pair's
 //!   stripe can read the two buckets on either side of a move and miss.
 //! * `UnvalidatedNegative` makes `contains` believe its one read of the two
@@ -22,15 +27,22 @@
 
 mod common;
 
-use common::models::{contains_vs_displacement, stale_path, unique_pair, Moves, Spawned};
+use common::models::{
+    contains_vs_displacement, contains_vs_displacement_bounded, count_vs_displacement, stale_path,
+    unique_pair, Moves, Spawned,
+};
 use koel::loom_support::Canary;
 
-// Loom: "canary_remove_before_copy: 587 of 1789 executions failed; first
-// (execution 497): false negative: contains(x) returned false during a
-// racing displacement". Other failing executions report "false negative
-// after join: pre-inserted key .. is missing". The displacer cleared x from
-// bucket 3, the racing insert of y took bucket 0's last lane, the copy of x
-// into 0 failed, and x was in neither bucket for good.
+// Loom: "canary_remove_before_copy: 1351 of 4019 executions failed; first
+// (execution 195): false negative: contains(z) returned false during a
+// racing displacement" (a reader between that canary's clear and copy;
+// before lookups stopped waiting for held stripes, loom first found the
+// lost tag: "587 of 1789 executions failed; first (execution 497): false
+// negative: contains(x) returned false during a racing displacement").
+// Other failing executions report "false negative after join: pre-inserted
+// key .. is missing". The displacer cleared x from bucket 3, the racing
+// insert of y took bucket 0's last lane, the copy of x into 0 failed, and
+// x was in neither bucket for good.
 #[test]
 #[should_panic(expected = "false negative")]
 fn canary_remove_before_copy() {
@@ -111,4 +123,32 @@ fn canary_unchecked_full_hint() {
         // so the bound of two reaches: search fails | remove | hint set.
         Spawned::B,
     );
+}
+
+// Loom: "canary_unstepped_hop: 610 of 12825 executions failed; first
+// (execution 201): false negative: contains(x) returned false while x's tag
+// was being displaced" (preemption bound 3). The reader read the stripe
+// while the hop held it, bucket 0 before the copy and bucket 3 after the
+// clear, and the stripe again before the release: without the step, the
+// same value twice. (At the suite's bound of 2 the race is out of reach.)
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unstepped_hop() {
+    contains_vs_displacement_bounded(
+        "canary_unstepped_hop",
+        Canary::UnsteppedHop,
+        Moves::One,
+        Spawned::B,
+        Some(3),
+    );
+}
+
+// Loom: "canary_unmarked_hop: 420 of 6326 executions failed; first
+// (execution 300): count(x) counted twice: 2 copies while x moved". The
+// count read both buckets between the hop's copy and its clear, with the
+// stripe unchanged around them.
+#[test]
+#[should_panic(expected = "counted twice")]
+fn canary_unmarked_hop() {
+    count_vs_displacement("canary_unmarked_hop", Canary::UnmarkedHop, Spawned::B);
 }

@@ -1,10 +1,14 @@
-//! Loom models of displacement: `contains` racing moves of the tag it looks
-//! for (model 1), and a displacement path that goes stale (model 4).
+//! Loom models of displacement: `contains` and `count` racing moves of the
+//! tag they look for (model 1), and a displacement path that goes stale
+//! (model 4).
 #![cfg(loom)]
 
 mod common;
 
-use common::models::{contains_vs_displacement, stale_path, Moves, Spawned};
+use common::models::{
+    contains_vs_displacement, contains_vs_displacement_bounded, count_vs_displacement, stale_path,
+    Moves, Spawned,
+};
 use koel::loom_support::Canary;
 
 /// Model 1: no false negative while the key's tag moves once (3 -> 0).
@@ -37,6 +41,37 @@ fn contains_during_three_moves() {
             &format!("contains_during_three_moves ({name})"),
             Canary::None,
             Moves::Three,
+            spawned,
+        );
+    }
+}
+
+/// Model 1 at a preemption bound of 3, reader spawned: reaches a reader that
+/// reads the stripe while the hop holds it and whose two bucket loads
+/// straddle the hop's copy and clear (see `contains_vs_displacement_bounded`);
+/// the step between them makes it read again.
+#[test]
+fn contains_during_one_move_three_preemptions() {
+    contains_vs_displacement_bounded(
+        "contains_during_one_move_three_preemptions",
+        Canary::None,
+        Moves::One,
+        Spawned::B,
+        Some(3),
+    );
+}
+
+/// Model 1c: `count` of the moving key is exactly 1, whatever the
+/// interleaving.
+#[test]
+fn count_during_one_move() {
+    for (name, spawned) in [
+        ("reader spawned", Spawned::B),
+        ("writer spawned", Spawned::A),
+    ] {
+        count_vs_displacement(
+            &format!("count_during_one_move ({name})"),
+            Canary::None,
             spawned,
         );
     }

@@ -8,9 +8,10 @@ use crate::raw::table::StripeLock;
 
 impl CuckooFilter {
     /// Runs `f` while holding the version stripe of `hash`'s bucket pair in
-    /// the current table, exactly as a `remove`, an `insert_unique` or a
-    /// displacement hop holds it (odd, not frozen), as if that writer were
-    /// preempted inside its critical section for as long as `f` runs.
+    /// the current table, exactly as a `remove` or an `insert_unique` holds
+    /// it, as if that writer were preempted inside its critical section for
+    /// as long as `f` runs. (Unit tests stop real writers at chosen steps
+    /// with `raw::pause`.)
     ///
     /// # Panics
     ///
@@ -25,7 +26,7 @@ impl CuckooFilter {
 
     /// Loom models only: takes a snapshot as a save does
     /// (`with_snapshot`: finishes a running migration, then holds every
-    /// stripe frozen) and reports, for each hash, whether the snapshot's
+    /// stripe) and reports, for each hash, whether the snapshot's
     /// words hold its tag in its candidate buckets of the snapshot's
     /// geometry, as a filter loaded from the save would.
     #[cfg(loom)]

@@ -522,11 +522,12 @@ impl CuckooFilter {
     /// `false` if `key` is definitely absent, `true` if it is probably
     /// present.
     ///
-    /// Never takes a lock and never writes shared memory. A positive answer
-    /// is wait-free (three loads). A negative one is validated against the
-    /// bucket pair's version stripe and re-read if a writer of that pair
-    /// overlapped it, so strictly it is blocking: a writer preempted inside
-    /// its critical section (a few CASes) delays it.
+    /// Never takes a lock, never writes shared memory and never waits for
+    /// another thread. A positive answer is wait-free (three loads). A
+    /// negative one is validated against the bucket pair's version stripe
+    /// and re-read only if a writer of that pair completed a step during
+    /// it (lock-free): a writer preempted inside its critical section does
+    /// not delay it.
     #[inline]
     pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
         self.contains_hash(self.hash(key))
@@ -581,7 +582,9 @@ impl CuckooFilter {
 
     /// Copies of `key` present (including false-positive tag collisions).
     /// Read consistently: a copy in flight between its two buckets counts
-    /// once.
+    /// once. Never writes shared memory; it re-reads while a displacement
+    /// of this key's tag is under way (a writer preempted in that step
+    /// delays it) or after a writer of its bucket pair completed a step.
     #[inline]
     pub fn count<K: Hash + ?Sized>(&self, key: &K) -> usize {
         self.count_hash(self.hash(key))

@@ -9,6 +9,7 @@
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::raw::bucket;
 use crate::raw::bucket::{L12x5, L16x4};
+use crate::raw::pause::{self, At, Point};
 use crate::sync::Ordering;
 use std::io::{self, Write};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -196,40 +197,292 @@ fn free_slot_inserts_go_on_while_write_to_blocks_with_a_growth_pending() {
     assert_eq!(f.len() as u64, trigger + 1 + inserts.len() as u64);
 }
 
+/// A writer stopped at a pause point (see `raw::pause`) on its own thread,
+/// until [`Frozen::thaw`].
+struct Frozen {
+    at: At,
+    release: Sender<()>,
+    writer: thread::JoinHandle<()>,
+}
+
+impl Frozen {
+    /// Runs `write` on a new thread that stops the first time it reaches
+    /// `point`; returns once it is stopped there.
+    fn at(point: Point, write: impl FnOnce() + Send + 'static) -> Frozen {
+        let (at_tx, at_rx) = channel();
+        let (release, release_rx) = channel::<()>();
+        let writer = thread::spawn(move || {
+            pause::arm(point, move |at| {
+                at_tx.send(at).unwrap();
+                // Stopped inside the critical section until thawed (or
+                // until the test gave up and dropped its sender).
+                let _ = release_rx.recv_timeout(3 * MUST_FINISH);
+            });
+            write();
+        });
+        let at = at_rx
+            .recv_timeout(MUST_FINISH)
+            .unwrap_or_else(|_| panic!("the writer never reached {point:?}"));
+        Frozen {
+            at,
+            release,
+            writer,
+        }
+    }
+
+    fn thaw(self) {
+        let _ = self.release.send(());
+        self.writer.join().unwrap();
+    }
+}
+
+/// Keys (as hashes) whose pair in the current table is `{a, b}`, or that
+/// share its version stripe: `present` among `inserted`, and `absent` ones
+/// (fresh hashes whose tag is in neither bucket), a few of each kind.
+struct PairKeys {
+    present: Vec<u64>,
+    absent: Vec<u64>,
+}
+
+fn keys_of_pair(f: &CuckooFilter, inserted: &[u64], a: usize, b: usize) -> PairKeys {
+    let stripes = f.stats().version_stripes;
+    let stripe = |(i, j): (usize, usize)| i.min(j) & (stripes - 1);
+    let want = (a.min(b), a.max(b));
+    let in_pair = |h: u64| pair(f, h) == want;
+    let tags_there: Vec<u64> = inserted
+        .iter()
+        .filter(|&&h| in_pair(h))
+        .map(|&h| f.placement(h).0)
+        .collect();
+    let present: Vec<u64> = inserted.iter().copied().filter(|&h| in_pair(h)).collect();
+    let mut absent: Vec<u64> = (1u64 << 40..)
+        .map(|k| f.hash(&k))
+        .filter(|&h| in_pair(h) && !tags_there.contains(&f.placement(h).0))
+        .take(3)
+        .collect();
+    // Two more of another pair of the same stripe (absent: fresh tags
+    // whose buckets hold none of them is not checked here; they are
+    // looked up with `contains` only, which must complete either way).
+    absent.extend(
+        (1u64 << 41..)
+            .map(|k| f.hash(&k))
+            .filter(|&h| pair(f, h) != want && stripe(pair(f, h)) == stripe(want))
+            .take(2),
+    );
+    PairKeys { present, absent }
+}
+
+/// Per present key `(contains, count)`, per absent key whether either
+/// lookup saw it.
+type Answers = (Vec<(bool, usize)>, Vec<bool>);
+
+/// Looks up every key of `keys` (with `contains` and `count`) on another
+/// thread; `Err` if that does not finish within [`MUST_FINISH`]. `skip`
+/// is a key whose `count` is not asked.
+fn lookups_finish(
+    f: &Arc<CuckooFilter>,
+    keys: &PairKeys,
+    skip_count: Option<u64>,
+) -> Result<Answers, ()> {
+    let (f, present, absent) = (Arc::clone(f), keys.present.clone(), keys.absent.clone());
+    finishes(move || {
+        let present = present
+            .iter()
+            .map(|&h| {
+                let count = if Some(h) == skip_count {
+                    1
+                } else {
+                    f.count_hash(h)
+                };
+                (f.contains_hash(h), count)
+            })
+            .collect();
+        let absent = absent
+            .iter()
+            .map(|&h| f.contains_hash(h) | (f.count_hash(h) > 0))
+            .collect();
+        (present, absent)
+    })
+}
+
+/// A `Growth::Fixed` filter filled until the next key's insert needs a
+/// displacement; returns it, the inserted hashes, and that next hash.
+fn filled_until_displacement(seed: u64) -> (Arc<CuckooFilter>, Vec<u64>, u64) {
+    let f = CuckooFilter::builder()
+        .capacity(2000)
+        .seed(seed)
+        .growth(crate::Growth::Fixed)
+        .build()
+        .unwrap();
+    let mut inserted = Vec::new();
+    for k in 0u64.. {
+        let h = f.hash(&k);
+        if !has_room(&f, h) {
+            return (Arc::new(f), inserted, h);
+        }
+        f.insert_hash(h).unwrap();
+        inserted.push(h);
+    }
+    unreachable!()
+}
+
+fn check_answers(what: &str, answers: Result<Answers, ()>, keys: &PairKeys) {
+    let (present, absent) =
+        answers.unwrap_or_else(|()| panic!("lookups waited for a writer stopped {what}"));
+    assert!(!keys.present.is_empty() && keys.absent.len() == 5);
+    for (h, (found, count)) in keys.present.iter().zip(present) {
+        assert!(
+            found && count >= 1,
+            "{what}: present key {h:#x} reads ({found}, {count})"
+        );
+    }
+    // Only the pair's own absent keys are known to be absent.
+    for (h, seen) in keys.absent.iter().zip(absent).take(3) {
+        assert!(!seen, "{what}: absent key {h:#x} was seen");
+    }
+}
+
+#[test]
+fn lookups_complete_while_a_hop_is_stopped_after_taking_its_stripe() {
+    let (f, inserted, next) = filled_until_displacement(21);
+    let frozen = {
+        let f = Arc::clone(&f);
+        Frozen::at(Point::HopHeld, move || f.insert_hash(next).unwrap())
+    };
+    let keys = keys_of_pair(&f, &inserted, frozen.at.a, frozen.at.b);
+    // The moving tag is in flight from the take on: its own `count`
+    // re-reads until the hop ends.
+    let moving = moving_key(&f, &keys, frozen.at);
+    let answers = lookups_finish(&f, &keys, Some(moving));
+    frozen.thaw();
+    check_answers("after taking a hop's stripe", answers, &keys);
+    assert!(inserted.iter().chain([&next]).all(|&h| f.contains_hash(h)));
+    assert!(f.stats().displacements > 0);
+}
+
+#[test]
+fn lookups_complete_while_a_hop_is_stopped_between_copy_and_clear() {
+    let (f, inserted, next) = filled_until_displacement(22);
+    let frozen = {
+        let f = Arc::clone(&f);
+        Frozen::at(Point::HopCopied, move || f.insert_hash(next).unwrap())
+    };
+    let keys = keys_of_pair(&f, &inserted, frozen.at.a, frozen.at.b);
+    // The moving tag's own `count` re-reads until the hop ends (see
+    // `lookups_that_re_read_write_no_statistics`).
+    let moving = moving_key(&f, &keys, frozen.at);
+    let answers = lookups_finish(&f, &keys, Some(moving));
+    frozen.thaw();
+    check_answers("between a hop's copy and clear", answers, &keys);
+    assert!(inserted.iter().chain([&next]).all(|&h| f.contains_hash(h)));
+    assert_eq!(f.count_hash(moving), 1);
+}
+
+/// The key of `keys` whose tag the hop stopped at `at` moves.
+fn moving_key(f: &CuckooFilter, keys: &PairKeys, at: At) -> u64 {
+    keys.present
+        .iter()
+        .copied()
+        .find(|&h| f.placement(h).0 == at.tag)
+        .expect("the moving tag belongs to a key of its pair")
+}
+
+/// The one lookup that re-reads while a writer is stopped: a `count` of the
+/// tag a hop has in flight (its copy shows in both buckets between the
+/// copy and the clear). It writes no shared memory meanwhile, not even
+/// statistics, and counts the tag once when the hop ends.
 #[test]
 fn lookups_that_re_read_write_no_statistics() {
-    let f = Arc::new(filter(1000, 3));
-    for k in 0..200u64 {
-        f.insert(&k).unwrap();
-    }
-    let absent = f.hash(&"absent");
+    let (f, inserted, next) = filled_until_displacement(23);
+    let frozen = {
+        let f = Arc::clone(&f);
+        Frozen::at(Point::HopCopied, move || f.insert_hash(next).unwrap())
+    };
+    let keys = keys_of_pair(&f, &inserted, frozen.at.a, frozen.at.b);
+    let moving = moving_key(&f, &keys, frozen.at);
     let before = format!("{:?}", f.counters.totals());
-    let hold = Duration::from_millis(50);
-    let (held_tx, held_rx) = channel();
+    let (started_tx, started_rx) = channel();
     let reader = {
         let f = Arc::clone(&f);
         thread::spawn(move || {
-            held_rx.recv().unwrap();
+            started_tx.send(()).unwrap();
             let start = Instant::now();
-            let answers = (f.contains_hash(absent), f.count_hash(absent));
-            (answers, start.elapsed())
+            let copies = f.count_hash(moving);
+            (copies, f.contains_hash(moving), start.elapsed())
         })
     };
-    // The negative lookups overlap a writer's hold of their pair, so they
-    // re-read until it ends.
-    f.hold_pair_stripe(absent, || {
-        held_tx.send(()).unwrap();
-        thread::sleep(hold);
-    });
-    let (answers, waited) = reader.join().unwrap();
-    assert_eq!(answers, (false, 0));
+    started_rx.recv().unwrap();
+    let hold = Duration::from_millis(50);
+    thread::sleep(hold);
+    // Still stopped: the reader has been re-reading all along.
     assert!(
-        waited >= hold / 2,
-        "the lookup did not overlap the hold ({waited:?})"
+        !reader.is_finished(),
+        "count read the tag in flight without waiting"
     );
     assert_eq!(
         format!("{:?}", f.counters.totals()),
         before,
-        "a lookup wrote a shared counter"
+        "a re-reading lookup wrote a shared counter"
     );
+    frozen.thaw();
+    let (copies, found, waited) = reader.join().unwrap();
+    assert_eq!((copies, found), (1, true), "the tag in flight counts once");
+    assert!(waited >= hold / 2, "{waited:?}");
+}
+
+#[test]
+fn lookups_complete_while_a_remove_is_stopped_holding_its_stripe() {
+    let (f, inserted, _) = filled_until_displacement(24);
+    let victim = inserted[inserted.len() / 2];
+    let frozen = {
+        let f = Arc::clone(&f);
+        Frozen::at(Point::RemoveHeld, move || assert!(f.remove_hash(victim)))
+    };
+    let At { a, b, .. } = frozen.at;
+    let keys = keys_of_pair(&f, &inserted, a, b);
+    assert!(keys.present.contains(&victim));
+    let answers = lookups_finish(&f, &keys, None);
+    frozen.thaw();
+    check_answers("inside remove", answers, &keys);
+    let rest: Vec<u64> = inserted.iter().copied().filter(|&h| h != victim).collect();
+    assert!(rest.iter().all(|&h| f.contains_hash(h)));
+    assert_eq!(f.len(), rest.len());
+}
+
+#[test]
+fn lookups_complete_while_a_migration_chunk_copy_is_stopped() {
+    let f = Arc::new(filter(2000, 25));
+    let inserted: Vec<u64> = (0..1000u64).map(|k| f.hash(&k)).collect();
+    for &h in &inserted {
+        f.insert_hash(h).unwrap();
+    }
+    f.loom_begin_growth(true);
+    let frozen = {
+        let f = Arc::clone(&f);
+        Frozen::at(Point::ForwardCopied, move || f.finish_migration())
+    };
+    let j = frozen.at.a;
+    // Keys with old bucket `j` in their pair (the lookups run on the old
+    // table's geometry: the successor is not installed yet).
+    let with_j = |h: u64| {
+        let (a, b) = pair(&f, h);
+        a == j || b == j
+    };
+    let present: Vec<u64> = inserted.iter().copied().filter(|&h| with_j(h)).collect();
+    // Absent: no inserted key has the same tag and pair (chosen without a
+    // lookup, which a regression could keep waiting).
+    let placed = |h: u64| (f.placement(h).0, pair(&f, h));
+    let taken: Vec<_> = present.iter().map(|&h| placed(h)).collect();
+    let absent: Vec<u64> = (1u64 << 40..)
+        .map(|k| f.hash(&k))
+        .filter(|&h| with_j(h) && !taken.contains(&placed(h)))
+        .take(5)
+        .collect();
+    assert!(!present.is_empty());
+    let keys = PairKeys { present, absent };
+    let answers = lookups_finish(&f, &keys, None);
+    frozen.thaw();
+    check_answers("inside a migration chunk copy", answers, &keys);
+    assert_eq!(f.generation(), 1);
+    assert!(inserted.iter().all(|&h| f.contains_hash(h)));
 }

@@ -52,9 +52,10 @@ impl CuckooFilter {
     /// removed: every item whose insert completed before this call and
     /// that no remove took is in `view.words`. Writers that must move or
     /// remove a tag (and `insert_unique`) wait until `f` returns; plain
-    /// inserts into free slots and all reads go on (the stripes are held
-    /// *frozen*, which validating readers accept). A migration running when
-    /// it is called is finished first.
+    /// inserts into free slots and all reads go on (a holder that changes
+    /// nothing leaves the stripe words as they are, and validating readers
+    /// ask no more). A migration running when it is called is finished
+    /// first.
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
         let _pin = self.writer_pin();
         #[cfg(loom)]
@@ -75,16 +76,15 @@ impl CuckooFilter {
         // Holding every stripe excludes each displacement hop and each
         // remove, which are the only ways a tag leaves a bucket. A
         // migrating table is finished first, so one table holds every tag.
-        let (t, all) = loop {
+        let (t, _all) = loop {
             self.finish_migration();
             let t = self.table();
             if let Ok(all) = ops::hold_all(t) {
                 break (t, all);
             }
         };
-        // Frozen holds: readers trust their negative answers meanwhile, so
-        // lookups (also inside `f`) go on.
-        all.iter().for_each(|lock| lock.freeze());
+        // Lookups (also inside `f`) go on: the holds do not change the
+        // stripe words again until they end, so readers' checks pass.
         let geo = t.geometry();
         f(&SnapshotView {
             layout: self.layout,
@@ -212,7 +212,7 @@ mod tests {
         f.insert(&1u32).unwrap();
         let answers = f.with_snapshot(|_| {
             // Negative and positive reads inside the snapshot do not wait
-            // for its frozen stripes (this would hang otherwise).
+            // for its held stripes (this would hang otherwise).
             (
                 f.contains(&1u32),
                 f.contains(&2u32),

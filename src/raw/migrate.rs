@@ -39,6 +39,7 @@
 
 use super::bucket::Layout;
 use super::geometry::Located;
+use super::pause;
 use super::table::{try_seal, Table};
 use crate::sync::{AtomicUsize, Ordering};
 use std::ptr::NonNull;
@@ -254,6 +255,10 @@ fn forward_bucket<L: Layout>(old: &Table, next: &Table, j: usize, n: usize, g: u
         // words before seeing `j` forwarded.
         next.word(j).store(low, Ordering::Relaxed);
         next.word(j + n).store(high, Ordering::Relaxed);
+        pause::here(
+            pause::Point::ForwardCopied,
+            pause::At { a: j, b: j, tag: 0 },
+        );
         #[cfg(loom)]
         if old.canary == crate::loom_support::Canary::BlindForward {
             // Deliberately broken: a plain store loses a racing insert.

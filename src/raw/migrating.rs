@@ -14,7 +14,14 @@
 //!
 //! So a reader reads both old words and, for a forwarded one, the
 //! successor's word, validating the whole read against the successor
-//! pair's stripe, exactly as `ops::contains` validates against the old one.
+//! pair's stripe, exactly as `ops::contains` and `ops::count` validate
+//! against the old one: the stripe unchanged across the loads, and for a
+//! count, no hop of the key's tag in flight. Forwarding is no move a
+//! reader must detect: the successor halves are stored before the old
+//! word becomes `FORWARDED` (Release), so each old bucket shows its tags
+//! either in the old word or, once forwarded, in the successor's. A chunk
+//! owner stopped between the two holds no stripe and makes no reader
+//! wait.
 //!
 //! # Who seals
 //!
@@ -54,7 +61,7 @@ use super::geometry::Located;
 use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED};
 use super::ops::{put, take, Sealed};
 use super::path::{self, Room};
-use super::table::{is_stable, seal, StripeLock, Table, SEALED};
+use super::table::{count_stands, miss_stands, seal, StripeLock, Table, SEALED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Why an operation cannot finish now; the caller backs off, reloads the
@@ -125,11 +132,21 @@ fn read_copies<L: Layout>(
             // Deliberately broken: the read is believed unvalidated.
             return Ok(copies);
         }
-        // Relaxed: ordered after the bucket loads by their Acquire. A move
-        // or remove of this tag (successor stripe held, odd) whose CAS one
-        // of the loads saw makes this load see the stripe changed.
+        // Relaxed: ordered after the bucket loads by their Acquire. A hop
+        // of this tag (successor stripe held, stepped between its copy and
+        // its clear) whose clear one of the loads saw makes this load see
+        // the stripe changed; so does a remove that one of them saw, having
+        // taken the stripe (a write) after `before`.
         let after = stripe.load(Ordering::Relaxed);
-        if before == after && is_stable(before) {
+        // A count also waits out a hop of this very tag (its copy may show
+        // twice); a lookup that stops at the first copy only gets here
+        // with no copy found.
+        let stands = if stop_at_first {
+            miss_stands(before, after)
+        } else {
+            count_stands(before, after, at.tag)
+        };
+        if stands {
             return Ok(copies);
         }
         backoff.snooze();

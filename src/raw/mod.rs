@@ -15,21 +15,23 @@
 //! * `room`: the full hint that spares a table at its growth cap the search;
 //! * `migrate`: online doubling: sealing, chunked copying, forwarding;
 //! * `migrating`: the operations for a key whose table is migrating;
-//! * `counters`: sharded item count and statistics.
+//! * `counters`: sharded item count and statistics;
+//! * `pause`: pause points that let unit tests stop a writer mid-step.
 //!
 //! # Progress: which operation may wait for which
 //!
 //! The only thing a thread ever waits for is a version stripe held by
 //! another thread (a seal waits for its holder too), or a migration chunk
-//! another thread has claimed. Who may hold a stripe, and so make others
-//! wait: `remove`, `insert_unique`, a displacement hop (each for a few
-//! CASes), `clear` and a save (`with_snapshot`, for the whole write; its
-//! holds are *frozen*, which readers accept).
+//! another thread has claimed. Who may hold a stripe: `remove`,
+//! `insert_unique`, a displacement hop (each for a few CASes), `clear` and
+//! a save (`with_snapshot`, for the whole write). Readers do not wait for
+//! holders: they re-read only when the stripe *changed* during their read,
+//! that is when a writer completed a step (see `ops.rs`).
 //!
 //! | operation | waits for | guarantee |
 //! | --- | --- | --- |
-//! | `contains`, `count` (positive) | nothing | wait-free: a few loads |
-//! | `contains`, `count` (negative) | a non-frozen holder of its pair (re-reads) | blocking, but writes no shared memory |
+//! | `contains` (positive) | nothing | wait-free: a few loads |
+//! | `contains`, `count` | nothing: re-reads only after another thread took, stepped or released the pair's stripe during the read; a `count` also while a hop of its own tag is in flight | lock-free (a `count` of a tag in flight waits for that hop); writes no shared memory |
 //! | `insert` into a free lane (also during a migration, also behind a save) | nothing | lock-free: CAS retries only when another CAS succeeded |
 //! | `insert` helping a migration | nothing: it seals only free stripes and skips the chunk otherwise | bounded work, no waiting |
 //! | `insert` into two full buckets | hop stripes; during a migration the chunk owner or a stripe holder that delays the seal | blocking |
@@ -39,7 +41,9 @@
 //! No thread waits for a stripe while holding one (`clear` and a save take
 //! all in ascending order), so waiting cannot deadlock. A plain insert does
 //! not seal the old pair during a migration: see "Who seals" in
-//! `migrating.rs` for why that is safe.
+//! `migrating.rs` for why that is safe. How the writers that still wait
+//! could instead finish each other's steps is sketched in docs/design.md
+//! ("Helping").
 
 pub(crate) mod batch;
 pub(crate) mod bucket;
@@ -49,6 +53,7 @@ pub(crate) mod migrate;
 pub(crate) mod migrating;
 pub(crate) mod ops;
 pub(crate) mod path;
+pub(crate) mod pause;
 pub(crate) mod room;
 pub(crate) mod table;
 pub(crate) mod tables;

@@ -9,20 +9,67 @@
 //!   of that pair (see `path.rs`): copy into the destination first, then
 //!   clear the source. A tag is therefore never absent from both buckets.
 //! * A reader that finds the tag answers `true` at once: the tag was in the
-//!   table at the moment of that load. A reader that does not find it checks
-//!   that the pair's stripe was even and unchanged across its two loads; if
-//!   a move of that pair overlapped the loads, it reads again.
+//!   table at the moment of that load. A reader that does not find it reads
+//!   the pair's stripe before and after its two bucket loads and trusts the
+//!   miss if the two values are equal and not [`SEALED`]
+//!   ([`miss_stands`]); whether a writer *holds* the stripe does not matter.
 //! * `remove` and `insert_unique` hold the pair's stripe, which excludes
 //!   moves of their own tag, so their check-then-CAS sees a stable pair.
 //! * A sealed stripe or a forwarded bucket means the table is being
 //!   replaced by its successor: these functions then return [`Sealed`] and
 //!   the caller goes on with the migration-aware versions in `migrating.rs`.
+//!
+//! # Why "unchanged" is enough for a miss
+//!
+//! Two loads of two words can disagree with every single moment of the
+//! table only if copies of the tag left the bucket read second while
+//! copies arrived in the bucket read first, between the two loads. Three
+//! writers change a bucket:
+//!
+//! * a plain insert only adds a copy: alone it can only turn a miss into a
+//!   hit;
+//! * a displacement hop copies into one bucket and clears the other: the
+//!   one two-bucket step. It bumps the stripe *between* its copy and its
+//!   clear ([`StripeLock::copied`], Release). A reader whose second load
+//!   sees the clear (Acquire, paired with the clear's Release) sees that
+//!   bump or later in its last stripe load; if its first stripe load
+//!   (Acquire) had already read the bump or later, the copy happened before
+//!   it and the first load found the tag. So a reader that missed a moving
+//!   tag read two different stripe values, and retries;
+//! * `remove` takes one copy with one CAS. It can hide a *present* copy only
+//!   together with a racing insert (that insert's copy lands in the bucket
+//!   read first, the remove takes the other): a move made of two
+//!   operations. The stripe covers it too: taking the stripe is a write
+//!   (AcqRel), so a reader that read a value from before the take and sees
+//!   the remove's CAS reads a changed stripe; one that read the held value
+//!   first sees everything that happened before the remove took the
+//!   stripe, such as the insert of the key it removes, and can only be
+//!   ordered before inserts it did not see (loom model 2b; the canary
+//!   `AcquireOnlyTake` fails it). (The remove of a key whose insert has not
+//!   completed removes a colliding copy, as documented.)
+//!   `insert_unique` only adds, `clear` is not atomic.
+//!
+//! A reader therefore retries only when a writer completed a step (took,
+//! stepped or released the stripe) during its read, never because a writer
+//! is stopped inside its critical section.
+//!
+//! `count` needs one more rule. A hop's copy shows in *both* buckets between
+//! its copy and its clear, so a count could see it twice. The hop marks
+//! its tag in flight in the stripe word from the moment it takes the
+//! stripe ([`StripeLock::acquire_moving`], before the copy) until it
+//! releases it, and a count of that very tag retries meanwhile
+//! ([`count_stands`]). A count whose bucket load sees the copy (a Release
+//! CAS) sees that take in its last stripe load; if its first stripe load
+//! already showed the take or the step, the tag is marked; if it showed the
+//! release or later, the clear is visible too. The only lookup that can
+//! wait for a stopped writer is a count of the tag that writer is moving.
 
 use super::bucket::{self, Layout};
 use super::counters::{Counters, Shard};
 use super::geometry::Located;
 use super::path::{self, Room};
-use super::table::{is_stable, StripeLock, Table, SEALED};
+use super::pause;
+use super::table::{count_stands, miss_stands, StripeLock, Table, SEALED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// The table is being replaced by its successor: go on there.
@@ -34,9 +81,9 @@ pub(crate) struct Sealed;
 /// Never writes shared memory (it is not even given the counters, so a
 /// re-read is not counted: a counter bumped by readers would be a cache
 /// line that every contended lookup writes). A positive answer is final as
-/// soon as a load shows the tag; a negative one stands only if the pair's
-/// stripe was even and unchanged across the two bucket loads, otherwise it
-/// reads again.
+/// soon as a load shows the tag; a negative one stands if the pair's
+/// stripe did not change across the two bucket loads (see the module
+/// docs), otherwise it reads again.
 /// `Err(Sealed)` if the pair is sealed and the answer was negative (the
 /// tag may have moved on to the successor).
 #[inline(always)]
@@ -45,15 +92,16 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
     loop {
-        // Acquire: pairs with the Release store that ended the last stripe
-        // hold; every move finished by then is visible to the loads below.
-        // (An independent load: it overlaps the two bucket misses.)
+        // Acquire: pairs with the Release writes of the stripe (a take, a
+        // hop's step, a release): every bucket write made before the value
+        // read here is visible to the loads below. (An independent load: it
+        // overlaps the two bucket misses.)
         let before = stripe.load(Ordering::Acquire);
         // Acquire on both bucket loads: (1) pairs with the AcqRel CAS that
-        // stored the tag; (2) a load that observes a move's source-clearing
-        // CAS (Release) also observes the stripe bump to odd that preceded
-        // it, so `after` below cannot read the old version; (3) `after`
-        // cannot be hoisted above these loads.
+        // stored the tag; (2) a load that observes a hop's source-clearing
+        // CAS (Release) also observes the stripe step that preceded it, so
+        // `after` below cannot read the old version; (3) `after` cannot be
+        // hoisted above these loads.
         let w1 = t.word(i1).load(Ordering::Acquire);
         let w2 = t.word(i2).load(Ordering::Acquire);
         let found = bucket::in_either::<L>(w1, w2, tag);
@@ -66,11 +114,11 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed
         // Relaxed: ordered after the bucket loads by their Acquire (above).
         let after = stripe.load(Ordering::Relaxed);
         // One branch decides both answers, without short-circuits: a found
-        // tag is final, a miss stands if the stripe was stable and unchanged
-        // across the loads. Whether a key is present, and which bucket holds
-        // it, are coin tosses the branch predictor would lose, and each miss
+        // tag is final, a miss stands if the stripe did not change across
+        // the loads. Whether a key is present, and which bucket holds it,
+        // are coin tosses the branch predictor would lose, and each miss
         // would flush the lookups the CPU has started behind this one.
-        if found | ((before == after) & is_stable(before)) {
+        if found | miss_stands(before, after) {
             return Ok(found);
         }
         // Only the Acquire `before` may conclude "sealed": it synchronises
@@ -90,19 +138,24 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located) -> Result<usize, Sealed> 
     let stripe = t.stripe(i1, i2);
     let mut backoff = Backoff::default();
     loop {
-        // Orderings as in `contains`: a move overlapping the loads
-        // could show the tag twice or not at all, so both answers validate.
+        // Orderings as in `contains`: a move overlapping the loads could
+        // show the tag twice or not at all, so both answers validate, and a
+        // move of this tag that is in flight makes the count read again.
         let before = stripe.load(Ordering::Acquire);
         if before == SEALED {
             return Err(Sealed);
         }
-        if is_stable(before) {
-            let w1 = t.word(i1).load(Ordering::Acquire);
-            let w2 = t.word(i2).load(Ordering::Acquire);
-            let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);
-            if stripe.load(Ordering::Relaxed) == before {
-                return Ok(copies as usize);
-            }
+        let w1 = t.word(i1).load(Ordering::Acquire);
+        let w2 = t.word(i2).load(Ordering::Acquire);
+        let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);
+        let after = stripe.load(Ordering::Relaxed);
+        #[cfg(loom)]
+        if t.canary == crate::loom_support::Canary::UnmarkedHop && miss_stands(before, after) {
+            // Deliberately broken: the tag in flight is not looked at.
+            return Ok(copies as usize);
+        }
+        if count_stands(before, after, tag) {
+            return Ok(copies as usize);
         }
         backoff.snooze();
     }
@@ -254,6 +307,7 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     if t.canary == crate::loom_support::Canary::UnlockedRemove {
         drop(_lock);
     }
+    pause::here(pause::Point::RemoveHeld, pause::At { a: i1, b: i2, tag });
     let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
     if removed {
         shard.len.fetch_sub(1, Ordering::Relaxed);

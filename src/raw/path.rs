@@ -10,9 +10,13 @@
 //! 2. **Commit** the path from its far end (the empty lane) back towards the
 //!    key, one hop at a time. Each hop takes the version stripe of its
 //!    bucket pair, re-validates (destination still has room, source still
-//!    holds the tag), **copies the tag into the destination, then clears it
-//!    from the source**, and releases the stripe. A validating reader that
-//!    overlaps a hop sees the stripe odd or changed and reads again.
+//!    holds the tag), **copies the tag into the destination, steps the
+//!    stripe, then clears the tag from the source**, and releases the
+//!    stripe. The stripe names the moving tag from the take to the release.
+//!    A reader whose two loads straddle the copy and the clear sees the
+//!    stripe changed and reads again (see `ops.rs`); one that reads while
+//!    the hop is stopped anywhere else answers at once, except a `count` of
+//!    the tag in flight.
 //!
 //! If any hop finds its buckets changed since the search, the path is stale:
 //! the hops already done were valid moves (each tag still sits in one of its
@@ -23,6 +27,7 @@ use super::bucket::{self, Layout};
 use super::counters::{Shard, PATH_HISTOGRAM};
 use super::migrate::FORWARDED;
 use super::ops::take;
+use super::pause;
 use super::table::{StripeLock, Table};
 use crate::sync::{Backoff, Ordering};
 
@@ -236,9 +241,25 @@ fn trace(nodes: &[Node], end: usize, hops: &mut [Hop; MAX_DEPTH]) -> usize {
 fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFailure> {
     let Hop { src, dst, tag } = hop;
     debug_assert_eq!(t.geometry().alt(src, tag), dst);
-    let Some(_lock) = StripeLock::acquire(t.stripe(src, dst)) else {
+    // The tag is in flight from here (before anything is copied) to the
+    // release: a `count` of it reads again meanwhile.
+    #[cfg(loom)]
+    let marked = if t.canary == crate::loom_support::Canary::UnmarkedHop {
+        0
+    } else {
+        tag
+    };
+    #[cfg(not(loom))]
+    let marked = tag;
+    let Some(mut lock) = StripeLock::acquire_moving(t.stripe(src, dst), marked) else {
         return Err(HopFailure::Sealed);
     };
+    let here = pause::At {
+        a: src,
+        b: dst,
+        tag,
+    };
+    pause::here(pause::Point::HopHeld, here);
 
     #[cfg(loom)]
     if t.canary == crate::loom_support::Canary::RemoveBeforeCopy {
@@ -272,9 +293,12 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
         if !bucket::contains::<L>(t.word(src).load(Ordering::Acquire), tag) {
             return Err(HopFailure::Stale);
         }
-        // AcqRel (stronger than needed): a reader that sees the source
-        // cleared sees this copy through the clearing CAS's Release (later
-        // in this thread), not through this one's.
+        // AcqRel. Release: a `count` whose bucket load sees this copy
+        // synchronises with it, so its last stripe load sees the take that
+        // marked this tag in flight (or later), and it reads again rather
+        // than count the copy twice. (A reader that sees the source cleared
+        // sees this copy through the clearing CAS's Release.) The Acquire
+        // half is not needed.
         match t
             .word(dst)
             .compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire)
@@ -286,9 +310,20 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
             }
         }
     }
+    // The step: between the copy and the clear, so a reader that loaded
+    // the destination before the copy and sees the clear below reads a
+    // changed stripe.
+    #[cfg(loom)]
+    let step = t.canary != crate::loom_support::Canary::UnsteppedHop;
+    #[cfg(not(loom))]
+    let step = true;
+    if step {
+        lock.copied();
+    }
+    pause::here(pause::Point::HopCopied, here);
     // Then clear the source. Its Release half is what a validating reader
     // synchronises with when it sees the tag gone, and program order puts
-    // the odd stripe version before it.
+    // the stripe's step before it.
     let cleared = take::<L>(t.word(src), tag, shard);
     // Under the stripe nothing can take the tag from `src`: removes and
     // moves of it hold this stripe, `clear` holds every stripe, and a

@@ -2,15 +2,30 @@
 //!
 //! # Version stripes
 //!
-//! `stripes[s]` is a seqlock-style version per group of bucket *pairs*
+//! `stripes[s]` is a version word per group of bucket *pairs*
 //! (`s = min(i, j) mod stripes`). Writers that must exclude each other on a
-//! pair (a displacement hop, `remove`, `insert_unique`) take it by moving it
-//! from even to odd and release it by storing the next even value. Readers
-//! never write it: they read it before and after their two bucket loads to
-//! validate a negative answer.
+//! pair (a displacement hop, `remove`, `insert_unique`, and `clear` and a
+//! save, which hold them all) take it with a CAS that sets its [`HELD`] bit
+//! and release it by storing the next free value. Readers never write it:
+//! they read it before and after their two bucket loads and trust what
+//! they read only if it did not change (see `ops.rs` for why that is
+//! enough). The word is
+//!
+//! ```text
+//! bits 63..17: counter   bits 16..1: tag in flight (0: none)   bit 0: held
+//! ```
+//!
+//! and every write makes it larger (until the counter wraps after 2^47
+//! holds of one stripe), so two equal reads are one and the same write:
+//!
+//! * take: `(c, 0, 0)` to `(c, t, 1)`, `t` being the tag a hop moves (0 for
+//!   every other holder);
+//! * a hop's *step*, between its copy and its clear: `(c, t, 1)` to
+//!   `(c + 1, t, 1)` ([`StripeLock::copied`]);
+//! * release: to `(c' + 1, 0, 0)`.
 //!
 //! When the table is replaced by its doubled successor, every stripe is
-//! *sealed*: set to [`SEALED`] (odd, so no writer can take it) and never
+//! *sealed*: set to [`SEALED`] (held, so no writer can take it) and never
 //! released. A sealed pair has no writer moving or removing its tags in
 //! this table any more; operations that find it sealed go on in the
 //! successor (see `migrate.rs`).
@@ -21,21 +36,47 @@ use super::room::RoomHint;
 use super::words::{AllocError, HugePages, Release, Words};
 use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Backoff, Ordering};
 
-/// The value of a sealed stripe: odd, and beyond any version a stripe
-/// reaches by counting (2^62 holds at one per nanosecond take 146 years).
+/// The value of a sealed stripe: held, and never reached by counting (its
+/// tag field is the reserved all-ones tag, which no hop moves).
 pub(crate) const SEALED: u64 = u64::MAX;
 
-/// Set on a held (odd) stripe whose holder only reads the pair (a
-/// snapshot): readers may trust a negative answer under it.
-pub(crate) const FROZEN: u64 = 1 << 62;
+/// The held bit of a stripe word.
+pub(crate) const HELD: u64 = 1;
 
-/// Whether a reader that saw stripe value `v` before and after its bucket
-/// loads may trust what it read: no writer held the pair (`v` even), or
-/// its holder changes nothing there (frozen, not sealed).
+/// Where a stripe word keeps the tag in flight.
+const TAG_SHIFT: u32 = 1;
+const TAG_FIELD: u64 = 0xFFFF << TAG_SHIFT;
+
+/// Everything below the counter: adding one to a word with these bits set
+/// counts up and clears the tag and the held bit.
+const BELOW_COUNTER: u64 = TAG_FIELD | HELD;
+
+/// The tag a displacement hop holding this stripe is moving (copied, or
+/// about to be, and not yet released); 0 if none. Its copy may show in
+/// both buckets meanwhile.
 #[inline(always)]
-pub(crate) fn is_stable(v: u64) -> bool {
-    // `|` and `&`, not `||` and `&&`: no branches on the lookup path.
-    (v & 1 == 0) | ((v & FROZEN != 0) & (v != SEALED))
+pub(crate) fn in_flight(v: u64) -> u64 {
+    (v & TAG_FIELD) >> TAG_SHIFT
+}
+
+/// Whether a reader that found no copy of its tag may answer "absent",
+/// having read stripe value `before` before its bucket loads and `after`
+/// after them: no writer of the pair took, stepped or released the stripe
+/// meanwhile, and the pair is not sealed. A holder that does not change
+/// the word (a `remove`, an `insert_unique`, a save, a hop that has not
+/// copied yet) does not make readers wait.
+#[inline(always)]
+pub(crate) fn miss_stands(before: u64, after: u64) -> bool {
+    // `&`, not `&&`: no branches on the lookup path.
+    (before == after) & (before != SEALED)
+}
+
+/// Whether a reader's count of the copies of `tag` stands: as
+/// [`miss_stands`], and no hop of that tag is in flight on the stripe (its
+/// copy could show in both buckets).
+#[inline(always)]
+pub(crate) fn count_stands(before: u64, after: u64, tag: u64) -> bool {
+    miss_stands(before, after) & (in_flight(before) != tag)
 }
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
@@ -255,11 +296,12 @@ impl Table {
     }
 }
 
-/// Exclusive hold of a version stripe; released (to the next even version)
+/// Exclusive hold of a version stripe; released (to the next free value)
 /// on drop.
 pub(crate) struct StripeLock<'t> {
     stripe: &'t AtomicU64,
-    locked: u64,
+    /// The value this hold last wrote.
+    held: u64,
 }
 
 impl<'t> StripeLock<'t> {
@@ -269,6 +311,14 @@ impl<'t> StripeLock<'t> {
     /// order), so waiting cannot deadlock.
     #[inline]
     pub(crate) fn acquire(stripe: &'t AtomicU64) -> Option<Self> {
+        Self::acquire_moving(stripe, 0)
+    }
+
+    /// Takes `stripe` for a displacement hop of `tag`, marking the tag in
+    /// flight (see [`count_stands`]) before the hop copies it anywhere.
+    #[inline]
+    pub(crate) fn acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
+        debug_assert!(tag < 0xFFFF, "the all-ones tag is reserved");
         let mut backoff = Backoff::default();
         // Relaxed: only a hint; the CAS below carries the ordering.
         let mut v = stripe.load(Ordering::Relaxed);
@@ -280,17 +330,26 @@ impl<'t> StripeLock<'t> {
                 fence(Ordering::Acquire);
                 return None;
             }
-            if v & 1 == 0 {
-                // Acquire: pairs with the Release store in `drop` of the
-                // previous holder, so its bucket writes are visible to the
-                // checks this holder makes under the stripe.
-                match stripe.compare_exchange_weak(v, v + 1, Ordering::Acquire, Ordering::Relaxed) {
-                    Ok(_) => {
-                        return Some(StripeLock {
-                            stripe,
-                            locked: v + 1,
-                        })
-                    }
+            if v & HELD == 0 {
+                let held = v | (tag << TAG_SHIFT) | HELD;
+                // AcqRel. Acquire: pairs with the Release store in `drop`
+                // of the previous holder, so its bucket writes are visible
+                // to the checks this holder makes under the stripe.
+                // Release: pairs with the Acquire first stripe load of a
+                // reader that reads this value and then trusts a read made
+                // under this hold: everything that happened before this
+                // writer took the stripe (the insert of the key a `remove`
+                // takes, say) is visible to that reader's bucket loads.
+                #[cfg(loom)]
+                let take = if crate::loom_support::acquire_only_take() {
+                    Ordering::Acquire
+                } else {
+                    Ordering::AcqRel
+                };
+                #[cfg(not(loom))]
+                let take = Ordering::AcqRel;
+                match stripe.compare_exchange_weak(v, held, take, Ordering::Relaxed) {
+                    Ok(_) => return Some(StripeLock { stripe, held }),
                     Err(seen) => v = seen,
                 }
             } else {
@@ -299,6 +358,21 @@ impl<'t> StripeLock<'t> {
                 v = stripe.load(Ordering::Relaxed);
             }
         }
+    }
+
+    /// A hop's step: its copy has landed in the destination and it is
+    /// about to clear the source. Bumps the counter, keeping the hold and
+    /// the tag in flight.
+    #[inline]
+    pub(crate) fn copied(&mut self) {
+        let next = (self.held | BELOW_COUNTER).wrapping_add(1) | (self.held & BELOW_COUNTER);
+        self.held = next;
+        // Release: (1) a reader whose bucket load sees the hop's clear
+        // (a Release CAS, later in this thread) then reads this value or a
+        // later one in its last stripe load, so a read that missed the tag
+        // on both sides of the hop is retried; (2) a reader whose first
+        // stripe load reads this value sees the copy in its bucket loads.
+        self.stripe.store(next, Ordering::Release);
     }
 }
 
@@ -324,7 +398,7 @@ pub(crate) fn try_seal(stripe: &AtomicU64) -> bool {
             fence(Ordering::Acquire);
             return true;
         }
-        if v & 1 == 1 {
+        if v & HELD != 0 {
             return false;
         }
         // AcqRel: the Acquire half pairs with the Release store that ended
@@ -352,23 +426,16 @@ impl Drop for Table {
     }
 }
 
-impl StripeLock<'_> {
-    /// Marks the hold as read-only: no bucket of the pair changes until it
-    /// ends, so validating readers may trust a negative answer meanwhile.
-    pub(crate) fn freeze(&self) {
-        // Release: pairs with a validating reader's Acquire load of the
-        // stripe, like the release in `drop`.
-        self.stripe.store(self.locked | FROZEN, Ordering::Release);
-    }
-}
-
 impl Drop for StripeLock<'_> {
     #[inline]
     fn drop(&mut self) {
         // Release: pairs with the Acquire of the next `acquire` and with the
-        // Acquire first-version load of a validating reader, which then sees
+        // Acquire first stripe load of a validating reader, which then sees
         // every bucket write made under this hold.
-        self.stripe.store(self.locked + 1, Ordering::Release);
+        self.stripe.store(
+            (self.held | BELOW_COUNTER).wrapping_add(1),
+            Ordering::Release,
+        );
     }
 }
 
@@ -381,21 +448,57 @@ mod tests {
         let t = Table::new(Geometry::new(64, 0)).unwrap();
         let s = t.stripe(3, 9);
         assert!(std::ptr::eq(s, t.stripe(9, 3)), "stripe is symmetric");
+        let load = || s.load(Ordering::Relaxed);
         {
             let _g = StripeLock::acquire(s).unwrap();
-            assert_eq!(s.load(Ordering::Relaxed), 1, "held stripe is odd");
+            assert_eq!(load(), HELD, "a plain hold sets the held bit only");
+            assert!(!try_seal(s), "a held stripe is not sealed");
         }
-        assert_eq!(
-            s.load(Ordering::Relaxed),
-            2,
-            "released stripe is the next even"
-        );
+        let free = load();
+        assert_eq!(free & BELOW_COUNTER, 0, "released: no tag, not held");
+        assert!(free > HELD, "the release counts up");
+        {
+            let mut g = StripeLock::acquire_moving(s, 0xABC).unwrap();
+            let taken = load();
+            assert_eq!((in_flight(taken), taken & HELD), (0xABC, HELD));
+            assert!(taken > free);
+            g.copied();
+            let stepped = load();
+            assert_eq!((in_flight(stepped), stepped & HELD), (0xABC, HELD));
+            assert!(stepped > taken, "the step counts up");
+            assert!(!count_stands(stepped, stepped, 0xABC), "tag in flight");
+            assert!(count_stands(stepped, stepped, 0xABD), "another tag");
+            assert!(miss_stands(stepped, stepped));
+            assert!(!miss_stands(taken, stepped));
+        }
+        let released = load();
+        assert_eq!(released & BELOW_COUNTER, 0);
+        assert!(released > free);
         seal(s);
+        assert!(!miss_stands(SEALED, SEALED), "a sealed pair routes on");
         assert!(
             StripeLock::acquire(s).is_none(),
             "a sealed stripe cannot be taken"
         );
         seal(s);
-        assert_eq!(s.load(Ordering::Relaxed), SEALED, "sealing is idempotent");
+        assert_eq!(load(), SEALED, "sealing is idempotent");
+    }
+
+    #[test]
+    fn the_counter_wraps_without_reaching_sealed() {
+        let top = !BELOW_COUNTER;
+        let s = AtomicU64::new(top);
+        drop(StripeLock::acquire(&s).unwrap());
+        assert_eq!(s.load(Ordering::Relaxed), 0, "wrapped to a free stripe");
+        s.store(top, Ordering::Relaxed);
+        {
+            let mut g = StripeLock::acquire_moving(&s, 0xFFFE).unwrap();
+            assert_ne!(s.load(Ordering::Relaxed), SEALED);
+            g.copied();
+            assert_ne!(s.load(Ordering::Relaxed), SEALED);
+        }
+        let v = s.load(Ordering::Relaxed);
+        assert_eq!(v & BELOW_COUNTER, 0, "released after the wrap");
+        assert!(StripeLock::acquire(&s).is_some());
     }
 }

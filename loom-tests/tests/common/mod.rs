@@ -152,6 +152,16 @@ pub fn model<F>(name: &str, body: F)
 where
     F: Fn() -> Result<(), String> + Sync + Send + 'static,
 {
+    model_bounded(name, None, body)
+}
+
+/// [`model`] with a preemption bound of its own (`Some`) instead of
+/// `LOOM_MAX_PREEMPTIONS`: for the few races that take more preemptions to
+/// reach than the suite's default allows.
+pub fn model_bounded<F>(name: &str, bound: Option<usize>, body: F)
+where
+    F: Fn() -> Result<(), String> + Sync + Send + 'static,
+{
     let runs = StdArc::new(AtomicUsize::new(0));
     let failures = StdArc::new(AtomicUsize::new(0));
     let first = StdArc::new(Mutex::new(None::<(usize, String)>));
@@ -161,6 +171,9 @@ where
         StdArc::clone(&first),
     );
     let mut builder = loom::model::Builder::new();
+    if bound.is_some() {
+        builder.preemption_bound = bound;
+    }
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(2);
     }

@@ -1,7 +1,7 @@
 //! The model bodies, parameterised by canary so that a canary test runs
 //! exactly the model it claims to break.
 
-use super::{all_present, fill, filter, holds_sixteen, model, Picker};
+use super::{all_present, fill, filter, holds_sixteen, model, model_bounded, Picker};
 use crate::ensure;
 use koel::loom_support::Canary;
 use koel::CuckooFilter;
@@ -163,8 +163,26 @@ fn inserted(what: &str, r: Result<(), koel::InsertError>) -> Result<(), String> 
 /// more); operation `b` concurrently calls `contains(x)`, which must be
 /// `true`.
 pub fn contains_vs_displacement(name: &str, canary: Canary, moves: Moves, spawned: Spawned) {
+    contains_vs_displacement_bounded(name, canary, moves, spawned, None)
+}
+
+/// Model 1 with its own preemption bound (see [`model_bounded`]).
+///
+/// A bound of 3 reaches the race the stripe's step between copy and clear
+/// exists for, with the reader spawned: the writer takes the stripe; the
+/// reader reads that held value, then bucket 0 (no `x` yet); the writer
+/// copies `x` into 0 and clears it from 3; the reader reads bucket 3 (no
+/// `x`) and the stripe again, before the writer releases it. Only the step
+/// makes the two stripe values differ.
+pub fn contains_vs_displacement_bounded(
+    name: &str,
+    canary: Canary,
+    moves: Moves,
+    spawned: Spawned,
+    bound: Option<usize>,
+) {
     let k = Layout::one_free();
-    model(name, move || {
+    model_bounded(name, bound, move || {
         let f = Arc::new(filter(canary));
         k.prefill(&f)?;
         let (n1, n2, x) = (k.n1, k.n2, k.x);
@@ -203,6 +221,38 @@ pub fn contains_vs_displacement(name: &str, canary: Canary, moves: Moves, spawne
         all_present(&f, &k.present, "pre-inserted")?;
         all_present(&f, &[k.n1], "inserted")?;
         ensure!(f.count_hash(k.x) == 1, "x was moved, not duplicated");
+        holds_sixteen(&f, &s)
+    });
+}
+
+/// Model 1c: `count` of a key whose tag a writer displaces counts it
+/// exactly once: never zero (the step between copy and clear) and never
+/// twice (the tag in flight, marked in the stripe from the take to the
+/// release, makes the count read again while the copy shows in both
+/// buckets). A writer stopped with the tag in flight is the one case in
+/// which a lookup waits; loom shows that it then gets the right answer.
+pub fn count_vs_displacement(name: &str, canary: Canary, spawned: Spawned) {
+    let k = Layout::one_free();
+    model(name, move || {
+        let f = Arc::new(filter(canary));
+        k.prefill(&f)?;
+        let (n1, x) = (k.n1, k.x);
+        let (writer, copies) = race(
+            &f,
+            spawned,
+            move |f| inserted("n1 (x 3 -> 0)", f.insert_hash(n1)),
+            move |f| f.count_hash(x),
+        );
+        ensure!(copies != 0, "false negative: count(x) was 0 while x moved");
+        ensure!(
+            copies == 1,
+            "count(x) counted twice: {copies} copies while x moved"
+        );
+        writer?;
+        let s = f.stats();
+        ensure!(s.displacements == 1, "the writer displaced x once: {s:?}");
+        all_present(&f, &k.present, "pre-inserted")?;
+        ensure!(f.count_hash(x) == 1, "x was moved, not duplicated");
         holds_sixteen(&f, &s)
     });
 }

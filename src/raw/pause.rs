@@ -1,0 +1,74 @@
+//! Pause points for unit tests: a test can stop a writer inside its
+//! critical section (between two of its steps) for as long as it likes, and
+//! show which operations of other threads still complete meanwhile.
+//!
+//! Outside `cfg(test)` (and under loom) [`here`] is an empty inline
+//! function: the engine pays nothing for its pause points.
+
+/// Where a writer can be stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Point {
+    /// A displacement hop has taken its pair's stripe and copied nothing.
+    HopHeld,
+    /// A displacement hop has copied its tag into the destination and has
+    /// not yet cleared the source.
+    HopCopied,
+    /// `remove` holds its pair's stripe and has taken nothing yet.
+    RemoveHeld,
+    /// A migration chunk's owner has stored an old bucket's successor
+    /// halves and not yet forwarded the old bucket.
+    ForwardCopied,
+}
+
+/// What a pause point reports: the two buckets it works on (`src` and
+/// `dst` of a hop, the key's pair for `remove`, the old bucket and its
+/// low successor bucket for a forward) and the tag (0 for a forward).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct At {
+    pub(crate) a: usize,
+    pub(crate) b: usize,
+    pub(crate) tag: u64,
+}
+
+#[cfg(all(test, not(loom)))]
+mod armed {
+    use super::{At, Point};
+    use std::cell::RefCell;
+
+    type Hook = Box<dyn FnOnce(At)>;
+
+    std::thread_local! {
+        /// The pause armed on this thread, if any: one point, one call.
+        static ARMED: RefCell<Option<(Point, Hook)>> = const { RefCell::new(None) };
+    }
+
+    /// Arms `hook` to run the first time this thread reaches `point`.
+    pub(crate) fn arm(point: Point, hook: impl FnOnce(At) + 'static) {
+        ARMED.with(|a| *a.borrow_mut() = Some((point, Box::new(hook))));
+    }
+
+    /// Runs the hook armed for `point` on this thread, once.
+    pub(crate) fn here(point: Point, at: At) {
+        let hook = ARMED.with(|a| {
+            let mut a = a.borrow_mut();
+            match a.take() {
+                Some((p, hook)) if p == point => Some(hook),
+                other => {
+                    *a = other;
+                    None
+                }
+            }
+        });
+        if let Some(hook) = hook {
+            hook(at);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+pub(crate) use armed::{arm, here};
+
+/// No pause points outside unit tests.
+#[cfg(not(all(test, not(loom))))]
+#[inline(always)]
+pub(crate) fn here(_point: Point, _at: At) {}
