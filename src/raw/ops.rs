@@ -89,45 +89,79 @@ pub(crate) struct Sealed;
 #[inline(always)]
 pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed> {
     let Located { tag, i1, i2 } = at;
-    let stripe = t.stripe(i1, i2);
+    let (found, before, after) = read_pair::<L>(t, tag, i1, i2);
+    // One branch decides both answers, without short-circuits: a found
+    // tag is final, a miss stands if the stripe did not change across
+    // the loads. Whether a key is present, and which bucket holds it,
+    // are coin tosses the branch predictor would lose, and each miss
+    // would flush the lookups the CPU has started behind this one.
+    if found | miss_stands(before, after) {
+        return Ok(found);
+    }
+    // Rare (a sealed pair, or a hop completed a step during the read):
+    // out of line, so the common path keeps its values in registers. The
+    // fields go by value: a `Located` would be spilled to pass it.
+    contains_again::<L>(t, tag, i1, i2, before)
+}
+
+/// The rest of a `contains` whose first read did not answer: `Sealed` if
+/// that read's stripe was sealed, else reads again until one answers.
+#[cold]
+#[inline(never)]
+fn contains_again<L: Layout>(
+    t: &Table,
+    tag: u64,
+    i1: usize,
+    i2: usize,
+    mut before: u64,
+) -> Result<bool, Sealed> {
     let mut backoff = Backoff::default();
     loop {
-        // Acquire: pairs with the Release writes of the stripe (a take, a
-        // hop's step, a release): every bucket write made before the value
-        // read here is visible to the loads below. (An independent load: it
-        // overlaps the two bucket misses.)
-        let before = stripe.load(Ordering::Acquire);
-        // Acquire on both bucket loads: (1) pairs with the AcqRel CAS that
-        // stored the tag; (2) a load that observes a hop's source-clearing
-        // CAS (Release) also observes the stripe step that preceded it, so
-        // `after` below cannot read the old version; (3) `after` cannot be
-        // hoisted above these loads.
-        let w1 = t.word(i1).load(Ordering::Acquire);
-        let w2 = t.word(i2).load(Ordering::Acquire);
-        let found = bucket::in_either::<L>(w1, w2, tag);
-        // (A sealed pair goes on to the migrating read, which the canary
-        // breaks in the same way.)
-        #[cfg(loom)]
-        if t.canary == crate::loom_support::Canary::UnvalidatedNegative && before != SEALED {
-            return Ok(found);
-        }
-        // Relaxed: ordered after the bucket loads by their Acquire (above).
-        let after = stripe.load(Ordering::Relaxed);
-        // One branch decides both answers, without short-circuits: a found
-        // tag is final, a miss stands if the stripe did not change across
-        // the loads. Whether a key is present, and which bucket holds it,
-        // are coin tosses the branch predictor would lose, and each miss
-        // would flush the lookups the CPU has started behind this one.
-        if found | miss_stands(before, after) {
-            return Ok(found);
-        }
         // Only the Acquire `before` may conclude "sealed": it synchronises
         // with the seal, so the caller then finds the migration.
         if before == SEALED {
             return Err(Sealed);
         }
         backoff.snooze();
+        let (found, b, after) = read_pair::<L>(t, tag, i1, i2);
+        if found | miss_stands(b, after) {
+            return Ok(found);
+        }
+        before = b;
     }
+}
+
+/// One read of `contains`: whether either bucket holds `tag`, and the
+/// pair's stripe before and after the bucket loads.
+#[inline(always)]
+fn read_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> (bool, u64, u64) {
+    // Both words are found (and bounds-checked) before the first Acquire
+    // load, which would otherwise make the compiler read the table's
+    // fields again after it.
+    let (word1, word2) = (t.word(i1), t.word(i2));
+    let stripe = t.stripe(i1, i2);
+    // Acquire: pairs with the Release writes of the stripe (a take, a
+    // hop's step, a release): every bucket write made before the value
+    // read here is visible to the loads below. (An independent load: it
+    // overlaps the two bucket misses.)
+    let before = stripe.load(Ordering::Acquire);
+    // Acquire on both bucket loads: (1) pairs with the AcqRel CAS that
+    // stored the tag; (2) a load that observes a hop's source-clearing
+    // CAS (Release) also observes the stripe step that preceded it, so
+    // `after` below cannot read the old version; (3) `after` cannot be
+    // hoisted above these loads.
+    let w1 = word1.load(Ordering::Acquire);
+    let w2 = word2.load(Ordering::Acquire);
+    let found = bucket::in_either::<L>(w1, w2, tag);
+    // (A sealed pair goes on to the migrating read, which the canary
+    // breaks in the same way: reported as an unchanged stripe.)
+    #[cfg(loom)]
+    if t.canary == crate::loom_support::Canary::UnvalidatedNegative && before != SEALED {
+        return (found, before, before);
+    }
+    // Relaxed: ordered after the bucket loads by their Acquire (above).
+    let after = stripe.load(Ordering::Relaxed);
+    (found, before, after)
 }
 
 /// Copies of the tag of `at` in its two buckets, read consistently (a tag in
