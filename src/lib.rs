@@ -157,6 +157,7 @@ mod cuckoo;
 mod error;
 mod filter;
 mod hash;
+mod memory;
 #[cfg(not(loom))]
 mod persist;
 mod raw;

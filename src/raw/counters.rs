@@ -56,8 +56,8 @@ impl Shard {
 #[cfg(not(loom))]
 #[inline(always)]
 fn thread_shard() -> usize {
-    use std::cell::Cell;
     use crate::sync::StatUsize;
+    use std::cell::Cell;
     /// The next thread's shard.
     static NEXT: StatUsize = StatUsize::new(0);
     std::thread_local! {

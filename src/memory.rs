@@ -1,4 +1,6 @@
-//! Fallible allocation of a zeroed array of bucket words.
+//! Fallible allocation of a zeroed array of bucket words: the page-aligned
+//! memory of both filters (the cuckoo filter's tables and the Bloom
+//! filter's blocks).
 //!
 //! A table of hundreds of megabytes must never abort the process when the
 //! allocator says no, and should not be written twice (once by `calloc`-style
