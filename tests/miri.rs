@@ -24,13 +24,19 @@ fn small(growth: Growth) -> CuckooFilter {
         .expect("small filter builds")
 }
 
+/// A small filter holding the first `n` keys of stream `seed`, and the keys.
+fn filled(growth: Growth, seed: u64, n: usize) -> (CuckooFilter, Vec<u64>) {
+    let f = small(growth);
+    let keys: Vec<u64> = Keys(seed).take(n).collect();
+    for k in &keys {
+        f.insert(k).expect("a small filter takes them");
+    }
+    (f, keys)
+}
+
 #[test]
 fn engine_ops_on_a_small_filter() {
-    let f = small(Growth::Fixed);
-    let keys: Vec<u64> = Keys(1).take(150).collect();
-    for k in &keys {
-        f.insert(k).expect("150 keys fit in a 200-item filter");
-    }
+    let (f, keys) = filled(Growth::Fixed, 1, 150);
     assert_eq!(f.len(), keys.len());
     assert!(keys.iter().all(|k| f.contains(k)), "no false negative");
     assert_eq!(f.insert_unique(&keys[0]), Ok(false));
@@ -46,11 +52,7 @@ fn engine_ops_on_a_small_filter() {
 
 #[test]
 fn grow_and_drop() {
-    let f = small(Growth::Double);
-    let keys: Vec<u64> = Keys(2).take(1_500).collect();
-    for k in &keys {
-        f.insert(k).expect("a doubling filter takes them");
-    }
+    let (f, keys) = filled(Growth::Double, 2, 1_500);
     assert!(f.generation() >= 2, "the table doubled at least twice");
     assert!(keys.iter().all(|k| f.contains(k)), "no false negative");
     // Dropping frees every table of the chain exactly once.
@@ -77,26 +79,21 @@ fn threaded_inserts_while_growing() {
 
 #[test]
 fn save_and_load_round_trip() {
-    let f = small(Growth::Double);
-    let keys: Vec<u64> = Keys(3).take(600).collect();
-    for k in &keys {
-        f.insert(k).expect("a doubling filter takes them");
-    }
+    let (f, keys) = filled(Growth::Double, 3, 600);
     let mut bytes = Vec::new();
     f.write_to(&mut bytes).expect("writing to a Vec succeeds");
     let g = CuckooFilter::read_from(bytes.as_slice()).expect("its own bytes load");
     assert_eq!(g.len(), f.len());
     assert_eq!(g.generation(), f.generation());
-    assert!(keys.iter().all(|k| g.contains(k)), "no key lost in the trip");
+    assert!(
+        keys.iter().all(|k| g.contains(k)),
+        "no key lost in the trip"
+    );
 }
 
 #[test]
 fn threaded_save_while_a_writer_runs() {
-    let f = small(Growth::Fixed);
-    let before: Vec<u64> = Keys(4).take(80).collect();
-    for k in &before {
-        f.insert(k).expect("fits");
-    }
+    let (f, before) = filled(Growth::Fixed, 4, 80);
     let bytes = std::thread::scope(|s| {
         s.spawn(|| {
             for k in Keys(5).take(60) {
@@ -108,7 +105,10 @@ fn threaded_save_while_a_writer_runs() {
         bytes
     });
     let g = CuckooFilter::read_from(bytes.as_slice()).expect("a save under writes loads");
-    assert!(before.iter().all(|k| g.contains(k)), "keys inserted before the save are in it");
+    assert!(
+        before.iter().all(|k| g.contains(k)),
+        "keys inserted before the save are in it"
+    );
 }
 
 #[test]
@@ -122,5 +122,8 @@ fn bloom_ops_and_round_trip() {
     let mut bytes = Vec::new();
     f.write_to(&mut bytes).expect("writing to a Vec succeeds");
     let g = BloomFilter::read_from(bytes.as_slice()).expect("its own bytes load");
-    assert!(keys.iter().all(|k| g.contains(k)), "no key lost in the trip");
+    assert!(
+        keys.iter().all(|k| g.contains(k)),
+        "no key lost in the trip"
+    );
 }
