@@ -6,9 +6,9 @@
 //! engine's word accesses, growth's table chain (each table owned by the
 //! first through its migrations, freed on drop), saving (the snapshot view)
 //! and loading (a filter rebuilt from saved words). They also run, quickly,
-//! in the ordinary test suite. Tests with `threaded` in their name spawn
-//! threads: `.ci/run` runs them without Miri's leak check (crossbeam-epoch
-//! keeps exited threads' registrations), the others with it.
+//! in the ordinary test suite. `.ci/run` runs them with
+//! `-Zmiri-ignore-leaks`: crossbeam-epoch's global collector keeps every
+//! pinning thread's registration and bags for ever.
 
 mod common;
 
