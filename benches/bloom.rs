@@ -60,11 +60,11 @@ const SIZES: [(&str, usize); 2] = [("1M", 1 << 20), ("16M", 1 << 24)];
 
 const ABSENT_BASE: u64 = 1 << 40;
 
+#[path = "../tests/common/splitmix.rs"]
+mod splitmix64;
+
 fn splitmix(i: u64) -> u64 {
-    let mut z = 0x1234_5678_9ABC_DEF0_u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix64::at(0x1234_5678_9ABC_DEF0, i)
 }
 
 fn keys(base: u64, n: usize) -> Vec<u64> {

@@ -71,6 +71,9 @@
 // `criterion_group!` generates an undocumented `pub fn`.
 #![allow(missing_docs)]
 
+mod common;
+
+use common::{keys, splitmix, FRESH_BASE, NEG_BASE};
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, SamplingMode,
@@ -105,22 +108,8 @@ const MIX_ROUND: usize = 50_000;
 
 // ---------------------------------------------------------------- keys
 
-const NEG_BASE: u64 = 1 << 40;
-const FRESH_BASE: u64 = 2 << 40;
+// Keys come from `common` (one splitmix64 sequence); this range is ours.
 const PROBE_BASE: u64 = 3 << 40;
-
-/// Element `i` of one splitmix64 sequence: a bijection of `i`, so disjoint
-/// index ranges give disjoint key sets.
-fn splitmix(i: u64) -> u64 {
-    let mut z = 0x243F_6A88_85A3_08D3_u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-fn keys(base: u64, n: usize) -> Vec<u64> {
-    (base..base + n as u64).map(splitmix).collect()
-}
 
 /// The next `m` keys of `pool` from `cursor`, wrapping to the start.
 fn next_chunk<'a>(pool: &'a [u64], cursor: &Cell<usize>, m: usize) -> &'a [u64] {

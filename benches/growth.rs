@@ -24,12 +24,12 @@ use std::hint::black_box;
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[path = "../tests/common/splitmix.rs"]
+mod splitmix64;
+
 /// SplitMix64 keys: distinct, well mixed.
 fn key(i: u64) -> u64 {
-    let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x5EED);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix64::at(0x5EED, i)
 }
 
 struct Run {

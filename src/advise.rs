@@ -10,10 +10,9 @@
 //!   the false-positive cost of each doubling.
 
 use crate::bloom::{self, BloomFilter};
-use crate::cuckoo::LayoutKind;
+use crate::cuckoo::{table_memory, LayoutKind};
 use crate::error::{AdviseError, BuildError};
 use crate::filter::{Filter, FilterKind};
-use crate::raw::table::Table;
 use crate::{CuckooFilter, Growth};
 
 /// How a set's size changes over its life.
@@ -354,20 +353,10 @@ fn recommend(req: Requirements) -> Result<Recommendation, AdviseError> {
 /// The cuckoo layouts, smallest per item first.
 const LAYOUTS: [LayoutKind; 2] = [LayoutKind::Tags12x5, LayoutKind::Tags16x4];
 
-/// Buckets, memory and full-load rate of a cuckoo table for `capacity`.
+/// Memory and full-load rate of a cuckoo table for `capacity`.
 struct CuckooSize {
     memory_bytes: usize,
     fpr: f64,
-}
-
-/// Mirrors `CuckooFilterBuilder::build`: exactly enough buckets (even, at
-/// least 64) for `capacity` at the layout's sizing load. A unit test
-/// checks it against built filters.
-fn cuckoo_buckets(capacity: usize, layout: LayoutKind) -> Option<u64> {
-    let per_bucket = layout.lanes() as f64 * layout.sizing_load();
-    let buckets = (capacity as f64 / per_bucket).ceil() as u64;
-    let buckets = (buckets + (buckets & 1)).max(64);
-    (buckets <= 1 << 32).then_some(buckets)
 }
 
 /// Memory and rate of a cuckoo table sized for `capacity`, holding `items`
@@ -378,10 +367,11 @@ fn cuckoo_grown(
     doublings: u32,
     items: f64,
 ) -> Option<CuckooSize> {
-    let buckets = usize::try_from(cuckoo_buckets(capacity, layout)? << doublings).ok()?;
+    // The builder's own sizing, so the estimate is what `build` allocates.
+    let (buckets, memory_bytes) = table_memory(capacity, layout, doublings)?;
     let load = items / (buckets as f64 * f64::from(layout.lanes()));
     Some(CuckooSize {
-        memory_bytes: Table::bytes_for(buckets),
+        memory_bytes,
         fpr: layout.false_positive_rate_at(doublings, load),
     })
 }

@@ -7,16 +7,11 @@
 use koel::{CuckooFilter, Growth, InsertError};
 use rayon::prelude::*;
 
-/// SplitMix64: distinct, well-mixed keys.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+mod common;
+use common::splitmix::mix64;
 
 fn keys(range: std::ops::Range<u64>) -> Vec<u64> {
-    range.map(mix).collect()
+    range.map(mix64).collect()
 }
 
 fn filter(capacity: usize, bits: u32) -> CuckooFilter {

@@ -1,6 +1,6 @@
 //! Helpers shared by `benches/peers.rs` and `benches/threads.rs`: keys,
-//! sizes, and the koel-to-criterion glue. (`benches/cuckoo.rs` predates
-//! this module and keeps its own copies.)
+//! sizes, and the koel-to-criterion glue (keys for `benches/cuckoo.rs`
+//! too).
 
 #![allow(dead_code)]
 
@@ -14,12 +14,12 @@ pub const SEED: u64 = 0x6b6f_656c_2d62_656e;
 pub const NEG_BASE: u64 = 1 << 40;
 pub const FRESH_BASE: u64 = 2 << 40;
 
+#[path = "../../tests/common/splitmix.rs"]
+mod splitmix64;
+
 /// Element `i` of one splitmix64 sequence: a bijection of `i`.
 pub fn splitmix(i: u64) -> u64 {
-    let mut z = 0x243F_6A88_85A3_08D3_u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix64::at(0x243F_6A88_85A3_08D3, i)
 }
 
 pub fn keys(base: u64, n: usize) -> Vec<u64> {

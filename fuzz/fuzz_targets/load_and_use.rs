@@ -22,16 +22,16 @@ fn header_len(file: &[u8]) -> usize {
     }
 }
 
+#[path = "../../tests/common/splitmix.rs"]
+mod splitmix64;
+
 /// SplitMix64: the operations' random source, from the input's seed.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0 = self.0.wrapping_add(splitmix64::GAMMA);
+        splitmix64::finalize(self.0)
     }
 }
 

@@ -44,13 +44,13 @@ use std::time::{Duration, Instant};
 const LINE_WORDS: usize = 8;
 const PREFETCH_AHEAD: usize = 16;
 
+#[path = "../../tests/common/splitmix.rs"]
+mod splitmix64;
+
 /// Element `i` of one splitmix64 sequence: a bijection of `i` (the same
 /// keys as the root benches' `common::splitmix`).
 fn splitmix(i: u64) -> u64 {
-    let mut z = 0x243F_6A88_85A3_08D3_u64.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    splitmix64::at(0x243F_6A88_85A3_08D3, i)
 }
 
 /// A zeroed buffer of `u64` words, touched page by page before use.

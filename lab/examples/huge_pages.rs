@@ -20,13 +20,9 @@
 use koel::CuckooFilter;
 use std::time::Instant;
 
-/// SplitMix64 step: deterministic, well-mixed keys.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+#[path = "../../tests/common/splitmix.rs"]
+mod splitmix64;
+use splitmix64::mix64 as mix;
 
 /// Opts this process out of (`true`) or back into transparent huge pages.
 #[cfg(target_os = "linux")]

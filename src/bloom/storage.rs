@@ -1,6 +1,6 @@
 //! The filter's bits: a fallible, zeroed, cache-line-aligned array of
 //! `AtomicU64` words, eight per 64-byte block, from the same allocator as
-//! the cuckoo filter's buckets (`raw::words`): tables of 4 MiB and more are
+//! the cuckoo filter's buckets (`crate::memory`): tables of 4 MiB and more are
 //! mapped 2 MiB-aligned and advised to use transparent huge pages (on
 //! Linux; where the kernel declines, nothing changes).
 //!
@@ -8,8 +8,8 @@
 //! costs one memory access, never two. A table of gigabytes must not abort
 //! the process when the allocator refuses it: a refusal becomes an error.
 
-pub(crate) use crate::raw::words::AllocError;
-use crate::raw::words::Words;
+pub(crate) use crate::memory::AllocError;
+use crate::memory::Words;
 use crate::sync::AtomicU64;
 
 /// Words per block: 8 x 64 bits = one 64-byte cache line.

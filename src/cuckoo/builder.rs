@@ -164,6 +164,19 @@ impl CuckooFilterBuilder {
     }
 }
 
+/// Buckets and bytes of the table `build` allocates for `capacity` items in
+/// `layout`, after `doublings` doublings: the memory estimate `advise`
+/// reports. `None` where `build` would refuse the capacity.
+pub(crate) fn table_memory(
+    capacity: usize,
+    layout: LayoutKind,
+    doublings: u32,
+) -> Option<(usize, usize)> {
+    let buckets = buckets_for(capacity, layout).ok()?.checked_shl(doublings)?;
+    let buckets = usize::try_from(buckets).ok()?;
+    Some((buckets, Table::bytes_for(buckets)))
+}
+
 /// Buckets (even, at least `MIN_M0`) so that `capacity` items fit at the
 /// layout's sizing load.
 pub(crate) fn buckets_for(capacity: usize, layout: LayoutKind) -> Result<u64, BuildError> {

@@ -367,7 +367,7 @@ mod tests {
         // The release waits for the epoch to advance past every writer
         // pinned when the table was replaced (other tests pin too).
         let big = retired[2];
-        assert!(big.bytes() >= crate::raw::words::HUGE_PAGE_MIN_BYTES);
+        assert!(big.bytes() >= crate::memory::HUGE_PAGE_MIN_BYTES);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while cfg!(target_os = "linux") && !big.is_released() {
             assert!(std::time::Instant::now() < deadline, "never released");

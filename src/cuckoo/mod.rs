@@ -15,6 +15,7 @@ mod stats;
 mod traits;
 
 pub use batch::BatchInsertError;
+pub(crate) use builder::table_memory;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
 pub(crate) use growth::GrowthPolicy;
 pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};

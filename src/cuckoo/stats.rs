@@ -108,7 +108,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn large_filter_reports_the_kernels_answer() {
-        use crate::raw::words::{tests::expected_answer, HugePages};
+        use crate::memory::{tests::expected_answer, HugePages};
         let f = CuckooFilter::with_capacity(4_000_000);
         assert_eq!(
             f.stats().huge_pages,

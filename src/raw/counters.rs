@@ -12,6 +12,11 @@
 //! Every counter is `Relaxed`: none of them orders anything, and none is
 //! read by a protocol.
 
+// The counters are std atomics under loom too (`crate::sync::StatU64`), so
+// loom spends no interleavings on them: the one module besides the facade
+// that the loom build's `disallowed-types` lint lets use std's atomics.
+#![cfg_attr(loom, allow(clippy::disallowed_types))]
+
 use crate::sync::{Ordering::Relaxed, StatI64, StatU64};
 use crossbeam_utils::CachePadded;
 
@@ -51,10 +56,10 @@ impl Shard {
 #[cfg(not(loom))]
 #[inline(always)]
 fn thread_shard() -> usize {
+    use crate::sync::StatUsize;
     use std::cell::Cell;
-    use std::sync::atomic::AtomicUsize;
     /// The next thread's shard.
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    static NEXT: StatUsize = StatUsize::new(0);
     std::thread_local! {
         static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
     }

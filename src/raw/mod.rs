@@ -6,7 +6,7 @@
 //! * `batch`: prefetching loops over many keys;
 //! * `bucket`: the packed bucket word and its SWAR lane functions;
 //! * `geometry`: hash to tag and candidate buckets;
-//! * `words`: fallible zeroed allocation of the bucket array;
+//! * `table`'s words come from `crate::memory` (shared with the Bloom filter);
 //! * `table`: buckets, version stripes, the stripe lock;
 //! * `tables`: the chain of a filter's tables, kept until it drops (why
 //!   lookups need no epoch pin);
@@ -57,4 +57,3 @@ pub(crate) mod pause;
 pub(crate) mod room;
 pub(crate) mod table;
 pub(crate) mod tables;
-pub(crate) mod words;

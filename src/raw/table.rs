@@ -33,7 +33,7 @@
 use super::geometry::Geometry;
 use super::migrate::Migration;
 use super::room::RoomHint;
-use super::words::{AllocError, HugePages, Release, Words};
+use crate::memory::{AllocError, HugePages, Release, Words};
 use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Backoff, Ordering};
 
 /// The value of a sealed stripe: held, and never reached by counting (its

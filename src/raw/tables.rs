@@ -16,7 +16,7 @@
 //!   the reader goes on to the migrating read and then to the current table;
 //! * its bucket words: forwarded, or, once no writer can reach the table,
 //!   zero. Then the filter returns their physical pages to the OS
-//!   ([`Release`](super::words::Release), `madvise(MADV_DONTNEED)`), which
+//!   ([`Release`](crate::memory::Release), `madvise(MADV_DONTNEED)`), which
 //!   makes them read as 0 from then on. A reader that sees a zero there
 //!   also sees every seal and the successor's installation (the page
 //!   release comes after both, in the releasing thread; a reader's load that

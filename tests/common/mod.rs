@@ -3,6 +3,11 @@
 
 use koel::{CuckooFilter, Growth};
 
+pub mod splitmix;
+// Not every test binary draws keys.
+#[allow(unused_imports)]
+pub use splitmix::Keys;
+
 /// One filter configuration of the test matrix.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -41,20 +46,6 @@ impl Config {
             .growth(Growth::Fixed)
             .build()
             .expect("test configuration builds")
-    }
-}
-
-/// SplitMix64: a fast, seedable stream of well-mixed u64 keys.
-pub struct Keys(pub u64);
-
-impl Iterator for Keys {
-    type Item = u64;
-    fn next(&mut self) -> Option<u64> {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Some(z ^ (z >> 31))
     }
 }
 

@@ -16,6 +16,8 @@
 #![allow(dead_code)]
 
 pub mod models;
+#[path = "../../../tests/common/splitmix.rs"]
+mod splitmix;
 
 use koel::loom_support::{locate, Canary, MIN_BUCKETS};
 use koel::CuckooFilter;
@@ -55,8 +57,8 @@ impl Picker {
             "{{{i1},{i2}}} is not a bucket pair in a 4-bucket table"
         );
         for _ in 0..1_000_000 {
-            self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let h = splitmix64(self.state);
+            let h = splitmix::mix64(self.state);
+            self.state = self.state.wrapping_add(splitmix::GAMMA);
             let (tag, a, b) = locate(BITS, M0, h);
             if (a, b) == (i1, i2) && self.tags.insert(tag) {
                 return h;
@@ -69,12 +71,6 @@ impl Picker {
     pub fn keys(&mut self, n: usize, i1: usize, i2: usize) -> Vec<u64> {
         (0..n).map(|_| self.key(i1, i2)).collect()
     }
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The 4-bucket, 16-bit filter of every model, with `canary`.

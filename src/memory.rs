@@ -1,4 +1,6 @@
-//! Fallible allocation of a zeroed array of bucket words.
+//! Fallible allocation of a zeroed array of bucket words: the page-aligned
+//! memory of both filters (the cuckoo filter's tables and the Bloom
+//! filter's blocks).
 //!
 //! A table of hundreds of megabytes must never abort the process when the
 //! allocator says no, and should not be written twice (once by `calloc`-style
@@ -231,7 +233,7 @@ mod std_words {
 #[cfg(all(target_os = "linux", not(loom)))]
 mod linux {
     use super::{AllocError, AtomicU64, HugePages};
-    use crate::sync::StatBool;
+    use crate::sync::{Ordering, StatBool};
     use std::ptr::NonNull;
 
     /// The size and alignment of a transparent huge page on x86_64 and
@@ -272,12 +274,11 @@ mod linux {
             // of the range are defined (they see old values or zeros).
             // Failure (only for invalid arguments) leaves the pages in.
             unsafe { libc::madvise(self.words.as_ptr().cast(), whole_pages, libc::MADV_DONTNEED) };
-            self.released
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.released.store(true, Ordering::Relaxed);
         }
 
         pub(super) fn is_released(&self) -> bool {
-            self.released.load(std::sync::atomic::Ordering::Relaxed)
+            self.released.load(Ordering::Relaxed)
         }
     }
 
