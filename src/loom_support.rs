@@ -67,6 +67,17 @@ pub enum Canary {
     UnfinishedSnapshot,
 }
 
+impl Canary {
+    /// Whether this canary breaks displacement hops (`path.rs` then runs
+    /// its broken copy of a hop).
+    pub(crate) fn breaks_hops(self) -> bool {
+        matches!(
+            self,
+            Canary::RemoveBeforeCopy | Canary::UnsteppedHop | Canary::UnmarkedHop
+        )
+    }
+}
+
 std::thread_local! {
     /// Whether stripe takes on this OS thread (so in the loom model it
     /// runs) use the `AcquireOnlyTake` canary: a stripe take does not see

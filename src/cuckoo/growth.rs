@@ -6,8 +6,9 @@ use crate::error::InsertError;
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::counters::Shard;
 use crate::raw::geometry::{self, Geometry, Located};
-use crate::raw::migrate::{Helped, Migration};
+use crate::raw::migrate::Helped;
 use crate::raw::ops::{self, InsertFailure, Search};
+use crate::raw::table::Migration;
 use crate::raw::table::Table;
 use crate::sync::{epoch, Backoff};
 

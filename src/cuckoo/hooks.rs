@@ -4,7 +4,7 @@
 
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::raw::bucket::{L12x5, L16x4};
-use crate::raw::table::StripeLock;
+use crate::raw::stripe::StripeLock;
 
 impl CuckooFilter {
     /// Runs `f` while holding the version stripe of `hash`'s bucket pair in

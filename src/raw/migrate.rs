@@ -40,9 +40,9 @@
 use super::bucket::Layout;
 use super::geometry::Located;
 use super::pause;
-use super::table::{try_seal, Table};
+use super::stripe::try_seal;
+use super::table::{Migration, Table};
 use crate::sync::{AtomicUsize, Ordering};
-use std::ptr::NonNull;
 
 /// An old bucket whose tags now live in the successor. All lanes all-ones:
 /// the reserved tag value, so a forwarded word never matches a tag and has
@@ -60,37 +60,6 @@ pub(crate) const CHUNK_BUCKETS: usize = 2;
 const FREE: usize = 0;
 const CLAIMED: usize = 1;
 const DONE: usize = 2;
-
-/// The state of one table's migration into its successor.
-pub(crate) struct Migration {
-    /// The successor, owned (from `Box::into_raw`, freed in `Drop`): the
-    /// first table owns the whole chain of its successors this way, so
-    /// every table a filter ever had lives until the filter is dropped.
-    next: NonNull<Table>,
-    /// Per chunk: `FREE`, `CLAIMED` or `DONE`.
-    chunks: Box<[AtomicUsize]>,
-    /// The next chunk to offer a helper (a hint: chunks are also claimed
-    /// out of order, by writers that need their own buckets migrated).
-    cursor: AtomicUsize,
-    /// Chunks done.
-    done: AtomicUsize,
-    /// 1 once every stripe of the old table is sealed.
-    sealed: AtomicUsize,
-}
-
-// SAFETY: `next` is an owned `Table` (like a `Box<Table>`), which is
-// `Send + Sync`. Everything else is atomics.
-unsafe impl Send for Migration {}
-// SAFETY: as above; shared access only hands out `&Table` and uses atomics.
-unsafe impl Sync for Migration {}
-
-impl Drop for Migration {
-    fn drop(&mut self) {
-        // SAFETY: `next` came from `Box::into_raw` in `new`, is owned by
-        // this migration alone, and `&mut self` means nothing borrows it.
-        drop(unsafe { Box::from_raw(self.next.as_ptr()) });
-    }
-}
 
 /// What a helping thread achieved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,21 +81,7 @@ impl Migration {
         let mut chunks = Vec::new();
         chunks.try_reserve_exact(chunk_count).ok()?;
         chunks.extend((0..chunk_count).map(|_| AtomicUsize::new(FREE)));
-        Some(Migration {
-            next: NonNull::from(Box::leak(Box::new(next))),
-            chunks: chunks.into_boxed_slice(),
-            cursor: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
-            sealed: AtomicUsize::new(0),
-        })
-    }
-
-    /// The successor table.
-    #[inline(always)]
-    pub(crate) fn next(&self) -> &Table {
-        // SAFETY: the successor is owned by this migration and freed only
-        // in its `Drop`, which cannot run while `&self` lives.
-        unsafe { self.next.as_ref() }
+        Some(Migration::link(next, chunks.into_boxed_slice()))
     }
 
     /// Heap bytes of the migration's own state.
@@ -237,15 +192,12 @@ impl Migration {
 /// it forwarded. The caller owns `j`'s chunk.
 fn forward_bucket<L: Layout>(old: &Table, next: &Table, j: usize, n: usize, g: u32) {
     let word = old.word(j);
-    // Acquire (stronger than needed): the value the CAS compares against.
-    let mut w = word.load(Ordering::Acquire);
+    // Relaxed: only the value the CAS below compares against; the
+    // successor stores copy this value and need no ordering with whoever
+    // wrote it (the forwarding CAS succeeds only on the value copied).
+    let mut w = word.load(Ordering::Relaxed);
     #[cfg(loom)]
-    if old.canary == crate::loom_support::Canary::ForwardBeforeCopy {
-        // Deliberately broken order: forwarded before the copy exists.
-        let w = word.swap(FORWARDED, Ordering::AcqRel);
-        let (low, high) = split::<L>(w, g);
-        next.word(j).store(low, Ordering::Relaxed);
-        next.word(j + n).store(high, Ordering::Relaxed);
+    if broken::forwarded_before_copy::<L>(old, next, j, n, g) {
         return;
     }
     loop {
@@ -260,9 +212,7 @@ fn forward_bucket<L: Layout>(old: &Table, next: &Table, j: usize, n: usize, g: u
             pause::At { a: j, b: j, tag: 0 },
         );
         #[cfg(loom)]
-        if old.canary == crate::loom_support::Canary::BlindForward {
-            // Deliberately broken: a plain store loses a racing insert.
-            word.store(FORWARDED, Ordering::Release);
+        if broken::forwarded_blindly(old, j) {
             return;
         }
         // AcqRel: the Release half publishes the two stores above to every
@@ -317,6 +267,42 @@ pub(crate) fn is_forwarded(old: &Table, j: usize) -> bool {
     // Acquire: pairs with the forwarding CAS, so the successor's copy of
     // the bucket is visible to what the caller does next.
     old.word(j).load(Ordering::Acquire) == FORWARDED
+}
+
+/// The loom canaries' deliberately broken variants of forwarding.
+#[cfg(loom)]
+mod broken {
+    use super::*;
+    use crate::loom_support::Canary;
+
+    /// `ForwardBeforeCopy`: the old bucket is forwarded before the copy
+    /// exists. `true` if it ran instead of the real forwarding.
+    pub(super) fn forwarded_before_copy<L: Layout>(
+        old: &Table,
+        next: &Table,
+        j: usize,
+        n: usize,
+        g: u32,
+    ) -> bool {
+        if old.canary != Canary::ForwardBeforeCopy {
+            return false;
+        }
+        let w = old.word(j).swap(FORWARDED, Ordering::AcqRel);
+        let (low, high) = split::<L>(w, g);
+        next.word(j).store(low, Ordering::Relaxed);
+        next.word(j + n).store(high, Ordering::Relaxed);
+        true
+    }
+
+    /// `BlindForward`: a plain store, which loses a racing insert. `true`
+    /// if it ran instead of the forwarding CAS.
+    pub(super) fn forwarded_blindly(old: &Table, j: usize) -> bool {
+        if old.canary != Canary::BlindForward {
+            return false;
+        }
+        old.word(j).store(FORWARDED, Ordering::Release);
+        true
+    }
 }
 
 #[cfg(all(test, not(loom)))]

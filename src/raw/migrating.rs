@@ -56,12 +56,14 @@
 //! old table from being sealed, for a displacement hop's stripe), as any
 //! displacement may.
 use super::bucket::{self, Layout};
+use super::cas::{put, take};
 use super::counters::Counters;
 use super::geometry::Located;
-use super::migrate::{is_forwarded, source_of, successor_of, Migration, FORWARDED};
-use super::ops::{put, take, Sealed};
+use super::migrate::{is_forwarded, source_of, successor_of, FORWARDED};
+use super::ops::Sealed;
 use super::path::{self, Room};
-use super::table::{count_stands, miss_stands, seal, StripeLock, Table, SEALED};
+use super::stripe::{count_stands, miss_stands, seal, StripeLock, SEALED};
+use super::table::{Migration, Table};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// Why an operation cannot finish now; the caller backs off, reloads the
@@ -128,8 +130,7 @@ fn read_copies<L: Layout>(
             return Ok(copies);
         }
         #[cfg(loom)]
-        if old.canary == crate::loom_support::Canary::UnvalidatedNegative {
-            // Deliberately broken: the read is believed unvalidated.
+        if broken::trusts_unvalidated(old) {
             return Ok(copies);
         }
         // Relaxed: ordered after the bucket loads by their Acquire. A hop
@@ -193,14 +194,9 @@ pub(crate) fn insert<L: Layout>(
     // `insert_unique` decides "no copy yet" under the successor pair's
     // stripe, so first no old-table writer may decide or move this key's
     // copies (see "Who seals"). A plain insert only adds: it does not seal.
-    #[cfg(loom)]
-    let seal_pair = match old.canary {
-        crate::loom_support::Canary::UnsealedUnique => false,
-        crate::loom_support::Canary::SealedPlainInsert => true,
-        _ => unique,
-    };
-    #[cfg(not(loom))]
     let seal_pair = unique;
+    #[cfg(loom)]
+    let seal_pair = broken::seal_pair(old, seal_pair);
     if seal_pair {
         seal(old.stripe(at.i1, at.i2));
     }
@@ -217,12 +213,7 @@ pub(crate) fn insert<L: Layout>(
             };
             let put_tag = |w: &AtomicU64| put::<L>(w, at.tag, shard);
             #[cfg(loom)]
-            if old.canary == crate::loom_support::Canary::SuccessorFirst
-                && (put_tag(next.word(s.i1)) || put_tag(next.word(s.i2)))
-            {
-                // Deliberately broken: the successor bucket is written
-                // before its old bucket is forwarded, so the forwarding
-                // copy overwrites the tag.
+            if broken::put_successor_first(old, next, s, put_tag) {
                 shard.len.fetch_add(1, Ordering::Relaxed);
                 return Ok(true);
             }
@@ -301,4 +292,40 @@ pub(crate) fn occupied<L: Layout>(old: &Table, next: &Table) -> usize {
             used as usize
         })
         .sum()
+}
+
+/// The loom canaries' deliberately broken variants of the rules above.
+#[cfg(loom)]
+mod broken {
+    use super::*;
+    use crate::loom_support::Canary;
+
+    /// `UnvalidatedNegative`: the read across both tables is trusted
+    /// without validation.
+    pub(super) fn trusts_unvalidated(old: &Table) -> bool {
+        old.canary == Canary::UnvalidatedNegative
+    }
+
+    /// `UnsealedUnique` does not seal the old pair for `insert_unique`;
+    /// `SealedPlainInsert` seals it for every insert.
+    pub(super) fn seal_pair(old: &Table, seal: bool) -> bool {
+        match old.canary {
+            Canary::UnsealedUnique => false,
+            Canary::SealedPlainInsert => true,
+            _ => seal,
+        }
+    }
+
+    /// `SuccessorFirst`: the successor bucket is written before its old
+    /// bucket is forwarded, so the forwarding copy overwrites the tag.
+    /// `true` if the tag was put there.
+    pub(super) fn put_successor_first(
+        old: &Table,
+        next: &Table,
+        s: Located,
+        put_tag: impl Fn(&AtomicU64) -> bool,
+    ) -> bool {
+        old.canary == Canary::SuccessorFirst
+            && (put_tag(next.word(s.i1)) || put_tag(next.word(s.i2)))
+    }
 }

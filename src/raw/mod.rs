@@ -7,7 +7,10 @@
 //! * `bucket`: the packed bucket word and its SWAR lane functions;
 //! * `geometry`: hash to tag and candidate buckets;
 //! * `table`'s words come from `crate::memory` (shared with the Bloom filter);
-//! * `table`: buckets, version stripes, the stripe lock;
+//! * `table`: buckets, their version stripes, and the link to the
+//!   successor while the table is replaced;
+//! * `stripe`: what a version stripe word means, the stripe lock, seals;
+//! * `cas`: a tag into or out of one bucket word (below `ops` and `path`);
 //! * `tables`: the chain of a filter's tables, kept until it drops (why
 //!   lookups need no epoch pin);
 //! * `ops`: contains / count / insert / remove;
@@ -47,6 +50,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod bucket;
+pub(crate) mod cas;
 pub(crate) mod counters;
 pub(crate) mod geometry;
 pub(crate) mod migrate;
@@ -55,5 +59,6 @@ pub(crate) mod ops;
 pub(crate) mod path;
 pub(crate) mod pause;
 pub(crate) mod room;
+pub(crate) mod stripe;
 pub(crate) mod table;
 pub(crate) mod tables;

@@ -2,7 +2,7 @@
 //!
 //! # Protocol
 //!
-//! * A bucket changes only by one CAS of its word (`AcqRel`), so a single
+//! * A bucket changes only by one CAS of its word (`Release`, an RMW), so a single
 //!   `Acquire` load always sees a whole bucket.
 //! * A tag `t` stored in bucket `i` can only ever be in `i` or
 //!   `alt(i, t)`, and only moves between those two, under the version stripe
@@ -65,12 +65,16 @@
 //! wait for a stopped writer is a count of the tag that writer is moving.
 
 use super::bucket::{self, Layout};
-use super::counters::{Counters, Shard};
+use super::cas::{put, take};
+use super::counters::Counters;
 use super::geometry::Located;
 use super::path::{self, Room};
 use super::pause;
-use super::table::{count_stands, miss_stands, StripeLock, Table, SEALED};
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use super::stripe::{count_stands, miss_stands, StripeLock, SEALED};
+use super::table::Table;
+#[cfg(loom)]
+use crate::loom_support::Canary;
+use crate::sync::{Backoff, Ordering};
 
 /// The table is being replaced by its successor: go on there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +149,7 @@ fn read_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> (bool, u64
     // read here is visible to the loads below. (An independent load: it
     // overlaps the two bucket misses.)
     let before = stripe.load(Ordering::Acquire);
-    // Acquire on both bucket loads: (1) pairs with the AcqRel CAS that
+    // Acquire on both bucket loads: (1) pairs with the Release CAS that
     // stored the tag; (2) a load that observes a hop's source-clearing
     // CAS (Release) also observes the stripe step that preceded it, so
     // `after` below cannot read the old version; (3) `after` cannot be
@@ -153,14 +157,10 @@ fn read_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> (bool, u64
     let w1 = word1.load(Ordering::Acquire);
     let w2 = word2.load(Ordering::Acquire);
     let found = bucket::in_either::<L>(w1, w2, tag);
-    // (A sealed pair goes on to the migrating read, which the canary
-    // breaks in the same way: reported as an unchanged stripe.)
-    #[cfg(loom)]
-    if t.canary == crate::loom_support::Canary::UnvalidatedNegative && before != SEALED {
-        return (found, before, before);
-    }
     // Relaxed: ordered after the bucket loads by their Acquire (above).
     let after = stripe.load(Ordering::Relaxed);
+    #[cfg(loom)]
+    let after = broken::unvalidated_after(t, before, after);
     (found, before, after)
 }
 
@@ -183,12 +183,10 @@ pub(crate) fn count<L: Layout>(t: &Table, at: Located) -> Result<usize, Sealed> 
         let w2 = t.word(i2).load(Ordering::Acquire);
         let copies = bucket::count::<L>(w1, tag) + bucket::count::<L>(w2, tag);
         let after = stripe.load(Ordering::Relaxed);
+        let stands = count_stands(before, after, tag);
         #[cfg(loom)]
-        if t.canary == crate::loom_support::Canary::UnmarkedHop && miss_stands(before, after) {
-            // Deliberately broken: the tag in flight is not looked at.
-            return Ok(copies as usize);
-        }
-        if count_stands(before, after, tag) {
+        let stands = broken::count_stands(t, before, after, stands);
+        if stands {
             return Ok(copies as usize);
         }
         backoff.snooze();
@@ -243,9 +241,7 @@ pub(crate) fn insert<L: Layout>(
         if unique {
             let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
             #[cfg(loom)]
-            if t.canary == crate::loom_support::Canary::UnlockedUnique {
-                drop(_lock);
-            }
+            let _lock = broken::unless(t, Canary::UnlockedUnique, _lock);
             if present_in_pair::<L>(t, tag, i1, i2) {
                 return Ok(false);
             }
@@ -301,10 +297,11 @@ pub(crate) fn insert<L: Layout>(
 #[cold]
 #[inline(never)]
 fn saturated_by<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<bool, Sealed> {
-    // Acquire (stronger than needed): the loads under the stripe are
-    // ordered by its Acquire; the first, unlocked look is only a filter.
+    // Relaxed: the loads under the stripe are ordered by its Acquire take
+    // (paired with the previous holder's Release); the first, unlocked
+    // look is only a filter.
     let full_of_tag =
-        |i: usize| bucket::count::<L>(t.word(i).load(Ordering::Acquire), tag) == L::LANES;
+        |i: usize| bucket::count::<L>(t.word(i).load(Ordering::Relaxed), tag) == L::LANES;
     if !(full_of_tag(i1) && full_of_tag(i2)) {
         return Ok(false);
     }
@@ -317,11 +314,12 @@ fn saturated_by<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<
 /// these two loads see every copy that a completed insert made.
 #[inline]
 fn present_in_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool {
-    // Acquire (stronger than needed): the caller's stripe Acquire, paired
-    // with the previous holder's Release, already orders these loads after
-    // every insert_unique, remove or move of this pair.
-    bucket::contains::<L>(t.word(i1).load(Ordering::Acquire), tag)
-        || bucket::contains::<L>(t.word(i2).load(Ordering::Acquire), tag)
+    // Relaxed: the caller's stripe Acquire, paired with the previous
+    // holder's Release, already orders these loads after every
+    // insert_unique, remove or move of this pair, and no later access
+    // depends on them for its ordering.
+    bucket::contains::<L>(t.word(i1).load(Ordering::Relaxed), tag)
+        || bucket::contains::<L>(t.word(i2).load(Ordering::Relaxed), tag)
 }
 
 /// `present_in_pair` under a fresh hold of the pair's stripe.
@@ -338,9 +336,7 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     // could otherwise copy back a tag this remove just cleared.
     let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
     #[cfg(loom)]
-    if t.canary == crate::loom_support::Canary::UnlockedRemove {
-        drop(_lock);
-    }
+    let _lock = broken::unless(t, Canary::UnlockedRemove, _lock);
     pause::here(pause::Point::RemoveHeld, pause::At { a: i1, b: i2, tag });
     let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
     if removed {
@@ -361,44 +357,6 @@ fn emptier_first<L: Layout>(t: &Table, i1: usize, i2: usize) -> (usize, usize) {
         (i2, i1)
     } else {
         (i1, i2)
-    }
-}
-
-/// Writes `tag` into an empty lane of `word`; `false` if it has none.
-#[inline]
-pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
-    update(word, shard, |w| bucket::with_tag::<L>(w, tag))
-}
-
-/// Clears one copy of `tag` from `word`; `false` if it holds none.
-#[inline]
-pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
-    update(word, shard, |w| bucket::without_tag::<L>(w, tag))
-}
-
-/// CASes `word` from its value `w` to `change(w)` until it succeeds, or
-/// returns `false` once `change` declines (`None`) for the current value.
-#[inline(always)]
-fn update(word: &AtomicU64, shard: &Shard, change: impl Fn(u64) -> Option<u64>) -> bool {
-    // Acquire (stronger than needed): only the value the CAS compares
-    // against.
-    let mut current = word.load(Ordering::Acquire);
-    loop {
-        let Some(next) = change(current) else {
-            return false;
-        };
-        // AcqRel: the Release half publishes the change: readers' Acquire
-        // bucket loads pair with it (a tag put, or a move's source clear
-        // that a validating reader then detects through the stripe). Being
-        // an RMW, of any ordering, is what continues the release sequence
-        // of earlier writers; the Acquire half is not needed.
-        match word.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return true,
-            Err(seen) => {
-                Shard::bump(&shard.cas_retries);
-                current = seen;
-            }
-        }
     }
 }
 
@@ -441,4 +399,40 @@ pub(crate) fn hold_all(t: &Table) -> Result<Vec<StripeLock<'_>>, Sealed> {
         .iter()
         .map(|s| StripeLock::acquire(s).ok_or(Sealed))
         .collect()
+}
+
+/// The loom canaries' deliberately broken variants of the rules above.
+#[cfg(loom)]
+mod broken {
+    use super::*;
+
+    /// `UnvalidatedNegative`: a negative read is trusted as if the stripe
+    /// had not changed. (A sealed pair still goes on to the migrating
+    /// read, which `migrating.rs` breaks in the same way.)
+    pub(super) fn unvalidated_after(t: &Table, before: u64, after: u64) -> u64 {
+        if t.canary == Canary::UnvalidatedNegative && before != SEALED {
+            before
+        } else {
+            after
+        }
+    }
+
+    /// `UnmarkedHop`: a count ignores the tag in flight.
+    pub(super) fn count_stands(t: &Table, before: u64, after: u64, stands: bool) -> bool {
+        if t.canary == Canary::UnmarkedHop {
+            miss_stands(before, after)
+        } else {
+            stands
+        }
+    }
+
+    /// `UnlockedUnique`, `UnlockedRemove`: the pair's stripe is let go at
+    /// once, so the check and the CAS run unprotected.
+    pub(super) fn unless<'t>(
+        t: &Table,
+        canary: Canary,
+        lock: StripeLock<'t>,
+    ) -> Option<StripeLock<'t>> {
+        (t.canary != canary).then_some(lock)
+    }
 }

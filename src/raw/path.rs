@@ -24,11 +24,12 @@
 //! "in hand" outside the table, and a failed insert never evicts anything.
 
 use super::bucket::{self, Layout};
+use super::cas::take;
 use super::counters::{Shard, PATH_HISTOGRAM};
 use super::migrate::FORWARDED;
-use super::ops::take;
 use super::pause;
-use super::table::{StripeLock, Table};
+use super::stripe::StripeLock;
+use super::table::Table;
 use crate::sync::{Backoff, Ordering};
 
 /// Most hops in one displacement path.
@@ -239,19 +240,15 @@ fn trace(nodes: &[Node], end: usize, hops: &mut [Hop; MAX_DEPTH]) -> usize {
 /// from `src`. Fails, having changed nothing, if the hop is stale or the
 /// stripe sealed.
 fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFailure> {
+    #[cfg(loom)]
+    if t.canary.breaks_hops() {
+        return broken::move_tag::<L>(t, hop, shard);
+    }
     let Hop { src, dst, tag } = hop;
     debug_assert_eq!(t.geometry().alt(src, tag), dst);
     // The tag is in flight from here (before anything is copied) to the
     // release: a `count` of it reads again meanwhile.
-    #[cfg(loom)]
-    let marked = if t.canary == crate::loom_support::Canary::UnmarkedHop {
-        0
-    } else {
-        tag
-    };
-    #[cfg(not(loom))]
-    let marked = tag;
-    let Some(mut lock) = StripeLock::acquire_moving(t.stripe(src, dst), marked) else {
+    let Some(mut lock) = StripeLock::acquire_moving(t.stripe(src, dst), tag) else {
         return Err(HopFailure::Sealed);
     };
     let here = pause::At {
@@ -261,48 +258,36 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     };
     pause::here(pause::Point::HopHeld, here);
 
-    #[cfg(loom)]
-    if t.canary == crate::loom_support::Canary::RemoveBeforeCopy {
-        // Deliberately broken order, for the loom canary: the tag is in
-        // neither bucket between these two CASes.
-        if !take::<L>(t.word(src), tag, shard) {
-            return Err(HopFailure::Stale);
-        }
-        return if super::ops::put::<L>(t.word(dst), tag, shard) {
-            Ok(())
-        } else {
-            Err(HopFailure::Stale)
-        };
-    }
-
     // Copy first. Under the stripe no other writer can move or remove this
     // tag, so "src holds it" stays true once checked; only room in `dst`
     // can be lost to a racing plain insert.
-    // Acquire (stronger than needed): the value the CAS compares against;
-    // the stripe's Acquire already ordered this hold after earlier moves.
-    let mut dst_word = t.word(dst).load(Ordering::Acquire);
+    // Relaxed: the value the CAS compares against; the stripe's Acquire
+    // already ordered this hold after earlier moves.
+    let mut dst_word = t.word(dst).load(Ordering::Relaxed);
     loop {
         // A forwarded `dst` has no free lane: the hop is stale, and the
         // search that follows finds the migration.
         let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
             return Err(HopFailure::Stale);
         };
-        // Acquire (stronger than needed): every remove or move of this tag
-        // happened under this stripe, so the stripe's Acquire (paired with
-        // the previous holder's Release) already makes it visible here.
-        if !bucket::contains::<L>(t.word(src).load(Ordering::Acquire), tag) {
+        // Relaxed: every remove or move of this tag happened under this
+        // stripe, so the stripe's Acquire (paired with the previous
+        // holder's Release) already makes it visible here.
+        if !bucket::contains::<L>(t.word(src).load(Ordering::Relaxed), tag) {
             return Err(HopFailure::Stale);
         }
-        // AcqRel. Release: a `count` whose bucket load sees this copy
-        // synchronises with it, so its last stripe load sees the take that
-        // marked this tag in flight (or later), and it reads again rather
-        // than count the copy twice. (A reader that sees the source cleared
-        // sees this copy through the clearing CAS's Release.) The Acquire
-        // half is not needed.
-        match t
-            .word(dst)
-            .compare_exchange_weak(dst_word, next, Ordering::AcqRel, Ordering::Acquire)
-        {
+        // Release: a `count` whose bucket load sees this copy synchronises
+        // with it, so its last stripe load sees the take that marked this
+        // tag in flight (or later), and it reads again rather than count
+        // the copy twice. (A reader that sees the source cleared sees this
+        // copy through the clearing CAS's Release.) No Acquire, on success
+        // or failure: the value replaced or seen only feeds the next try.
+        match t.word(dst).compare_exchange_weak(
+            dst_word,
+            next,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
             Ok(_) => break,
             Err(seen) => {
                 Shard::bump(&shard.cas_retries);
@@ -313,13 +298,7 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     // The step: between the copy and the clear, so a reader that loaded
     // the destination before the copy and sees the clear below reads a
     // changed stripe.
-    #[cfg(loom)]
-    let step = t.canary != crate::loom_support::Canary::UnsteppedHop;
-    #[cfg(not(loom))]
-    let step = true;
-    if step {
-        lock.copied();
-    }
+    lock.copied();
     pause::here(pause::Point::HopCopied, here);
     // Then clear the source. Its Release half is what a validating reader
     // synchronises with when it sees the tag gone, and program order puts
@@ -335,4 +314,113 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     );
     Shard::bump(&shard.displacements);
     Ok(())
+}
+
+/// `move_tag` with the loom canaries' deliberately broken hops: a hop that
+/// does not mark its tag in flight (`UnmarkedHop`), clears before it
+/// copies (`RemoveBeforeCopy`), or does not step the stripe between copy
+/// and clear (`UnsteppedHop`). Each models must fail with it.
+#[cfg(loom)]
+mod broken {
+    use super::super::cas::put;
+    use super::*;
+    use crate::loom_support::Canary;
+
+    pub(super) fn move_tag<L: Layout>(
+        t: &Table,
+        hop: Hop,
+        shard: &Shard,
+    ) -> Result<(), HopFailure> {
+        let Hop { src, dst, tag } = hop;
+        debug_assert_eq!(t.geometry().alt(src, tag), dst);
+        // The tag is in flight from here (before anything is copied) to the
+        // release: a `count` of it reads again meanwhile.
+        let marked = if t.canary == Canary::UnmarkedHop {
+            0
+        } else {
+            tag
+        };
+        let Some(mut lock) = StripeLock::acquire_moving(t.stripe(src, dst), marked) else {
+            return Err(HopFailure::Sealed);
+        };
+        let here = pause::At {
+            a: src,
+            b: dst,
+            tag,
+        };
+        pause::here(pause::Point::HopHeld, here);
+
+        if t.canary == Canary::RemoveBeforeCopy {
+            // Deliberately broken order, for the loom canary: the tag is in
+            // neither bucket between these two CASes.
+            if !take::<L>(t.word(src), tag, shard) {
+                return Err(HopFailure::Stale);
+            }
+            return if put::<L>(t.word(dst), tag, shard) {
+                Ok(())
+            } else {
+                Err(HopFailure::Stale)
+            };
+        }
+
+        // Copy first. Under the stripe no other writer can move or remove this
+        // tag, so "src holds it" stays true once checked; only room in `dst`
+        // can be lost to a racing plain insert.
+        // Relaxed: the value the CAS compares against; the stripe's Acquire
+        // already ordered this hold after earlier moves.
+        let mut dst_word = t.word(dst).load(Ordering::Relaxed);
+        loop {
+            // A forwarded `dst` has no free lane: the hop is stale, and the
+            // search that follows finds the migration.
+            let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
+                return Err(HopFailure::Stale);
+            };
+            // Relaxed: every remove or move of this tag happened under this
+            // stripe, so the stripe's Acquire (paired with the previous
+            // holder's Release) already makes it visible here.
+            if !bucket::contains::<L>(t.word(src).load(Ordering::Relaxed), tag) {
+                return Err(HopFailure::Stale);
+            }
+            // Release: a `count` whose bucket load sees this copy synchronises
+            // with it, so its last stripe load sees the take that marked this
+            // tag in flight (or later), and it reads again rather than count
+            // the copy twice. (A reader that sees the source cleared sees this
+            // copy through the clearing CAS's Release.) No Acquire, on success
+            // or failure: the value replaced or seen only feeds the next try.
+            match t.word(dst).compare_exchange_weak(
+                dst_word,
+                next,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(seen) => {
+                    Shard::bump(&shard.cas_retries);
+                    dst_word = seen;
+                }
+            }
+        }
+        // The step: between the copy and the clear, so a reader that loaded
+        // the destination before the copy and sees the clear below reads a
+        // changed stripe.
+        let step = t.canary != Canary::UnsteppedHop;
+        if step {
+            lock.copied();
+        }
+        pause::here(pause::Point::HopCopied, here);
+        // Then clear the source. Its Release half is what a validating reader
+        // synchronises with when it sees the tag gone, and program order puts
+        // the stripe's step before it.
+        let cleared = take::<L>(t.word(src), tag, shard);
+        // Under the stripe nothing can take the tag from `src`: removes and
+        // moves of it hold this stripe, `clear` holds every stripe, and a
+        // migration forwards `src` only once every stripe is sealed, which
+        // cannot happen to this one before this hold ends.
+        debug_assert!(
+            cleared,
+            "a tag left its source while its pair's stripe was held"
+        );
+        Shard::bump(&shard.displacements);
+        Ok(())
+    }
 }

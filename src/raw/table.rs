@@ -1,83 +1,13 @@
-//! One table: the bucket words, their version stripes, and their geometry.
-//!
-//! # Version stripes
-//!
-//! `stripes[s]` is a version word per group of bucket *pairs*
-//! (`s = min(i, j) mod stripes`). Writers that must exclude each other on a
-//! pair (a displacement hop, `remove`, `insert_unique`, and `clear` and a
-//! save, which hold them all) take it with a CAS that sets its [`HELD`] bit
-//! and release it by storing the next free value. Readers never write it:
-//! they read it before and after their two bucket loads and trust what
-//! they read only if it did not change (see `ops.rs` for why that is
-//! enough). The word is
-//!
-//! ```text
-//! bits 63..17: counter   bits 16..1: tag in flight (0: none)   bit 0: held
-//! ```
-//!
-//! and every write makes it larger (until the counter wraps after 2^47
-//! holds of one stripe), so two equal reads are one and the same write:
-//!
-//! * take: `(c, 0, 0)` to `(c, t, 1)`, `t` being the tag a hop moves (0 for
-//!   every other holder);
-//! * a hop's *step*, between its copy and its clear: `(c, t, 1)` to
-//!   `(c + 1, t, 1)` ([`StripeLock::copied`]);
-//! * release: to `(c' + 1, 0, 0)`.
-//!
-//! When the table is replaced by its doubled successor, every stripe is
-//! *sealed*: set to [`SEALED`] (held, so no writer can take it) and never
-//! released. A sealed pair has no writer moving or removing its tags in
-//! this table any more; operations that find it sealed go on in the
-//! successor (see `migrate.rs`).
+//! One table: the bucket words, their version stripes (`stripe.rs` says
+//! what a stripe word means), and their geometry; and the link to the
+//! doubled successor while the table is replaced (`migrate.rs` has the
+//! protocol).
 
 use super::geometry::Geometry;
-use super::migrate::Migration;
 use super::room::RoomHint;
 use crate::memory::{AllocError, HugePages, Release, Words};
-use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Backoff, Ordering};
-
-/// The value of a sealed stripe: held, and never reached by counting (its
-/// tag field is the reserved all-ones tag, which no hop moves).
-pub(crate) const SEALED: u64 = u64::MAX;
-
-/// The held bit of a stripe word.
-pub(crate) const HELD: u64 = 1;
-
-/// Where a stripe word keeps the tag in flight.
-const TAG_SHIFT: u32 = 1;
-const TAG_FIELD: u64 = 0xFFFF << TAG_SHIFT;
-
-/// Everything below the counter: adding one to a word with these bits set
-/// counts up and clears the tag and the held bit.
-const BELOW_COUNTER: u64 = TAG_FIELD | HELD;
-
-/// The tag a displacement hop holding this stripe is moving (copied, or
-/// about to be, and not yet released); 0 if none. Its copy may show in
-/// both buckets meanwhile.
-#[inline(always)]
-pub(crate) fn in_flight(v: u64) -> u64 {
-    (v & TAG_FIELD) >> TAG_SHIFT
-}
-
-/// Whether a reader that found no copy of its tag may answer "absent",
-/// having read stripe value `before` before its bucket loads and `after`
-/// after them: no writer of the pair took, stepped or released the stripe
-/// meanwhile, and the pair is not sealed. A holder that does not change
-/// the word (a `remove`, an `insert_unique`, a save, a hop that has not
-/// copied yet) does not make readers wait.
-#[inline(always)]
-pub(crate) fn miss_stands(before: u64, after: u64) -> bool {
-    // `&`, not `&&`: no branches on the lookup path.
-    (before == after) & (before != SEALED)
-}
-
-/// Whether a reader's count of the copies of `tag` stands: as
-/// [`miss_stands`], and no hop of that tag is in flight on the stripe (its
-/// copy could show in both buckets).
-#[inline(always)]
-pub(crate) fn count_stands(before: u64, after: u64, tag: u64) -> bool {
-    miss_stands(before, after) & (in_flight(before) != tag)
-}
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::ptr::NonNull;
 
 /// Most version stripes a table gets: 4096 words are 32 KiB, small enough to
 /// stay in cache next to the buckets, many enough that writers on 2-8
@@ -296,119 +226,57 @@ impl Table {
     }
 }
 
-/// Exclusive hold of a version stripe; released (to the next free value)
-/// on drop.
-pub(crate) struct StripeLock<'t> {
-    stripe: &'t AtomicU64,
-    /// The value this hold last wrote.
-    held: u64,
+/// The state of one table's doubling into its successor: what links a
+/// filter's tables into a chain. The protocol that uses it is in
+/// `migrate.rs`; the successor is here, with the table that owns it.
+pub(crate) struct Migration {
+    /// The successor, owned (from `Box::into_raw`, freed in `Drop`): the
+    /// first table owns the whole chain of its successors this way, so
+    /// every table a filter ever had lives until the filter is dropped.
+    next: NonNull<Table>,
+    /// Per chunk: free, claimed or done (see `migrate.rs`).
+    pub(super) chunks: Box<[AtomicUsize]>,
+    /// The next chunk to offer a helper (a hint: chunks are also claimed
+    /// out of order, by writers that need their own buckets migrated).
+    pub(super) cursor: AtomicUsize,
+    /// Chunks done.
+    pub(super) done: AtomicUsize,
+    /// 1 once every stripe of the old table is sealed.
+    pub(super) sealed: AtomicUsize,
 }
 
-impl<'t> StripeLock<'t> {
-    /// Takes `stripe`, waiting while another writer holds it; `None` if it
-    /// is sealed (the table is being replaced: go on in the successor).
-    /// Callers hold at most one stripe at a time (or take all in ascending
-    /// order), so waiting cannot deadlock.
-    #[inline]
-    pub(crate) fn acquire(stripe: &'t AtomicU64) -> Option<Self> {
-        Self::acquire_moving(stripe, 0)
-    }
+// SAFETY: `next` is an owned `Table` (like a `Box<Table>`), which is
+// `Send + Sync`. Everything else is atomics.
+unsafe impl Send for Migration {}
+// SAFETY: as above; shared access only hands out `&Table` and uses atomics.
+unsafe impl Sync for Migration {}
 
-    /// Takes `stripe` for a displacement hop of `tag`, marking the tag in
-    /// flight (see [`count_stands`]) before the hop copies it anywhere.
-    #[inline]
-    pub(crate) fn acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
-        debug_assert!(tag < 0xFFFF, "the all-ones tag is reserved");
-        let mut backoff = Backoff::default();
-        // Relaxed: only a hint; the CAS below carries the ordering.
-        let mut v = stripe.load(Ordering::Relaxed);
-        loop {
-            if v == SEALED {
-                // Acquire fence: pairs with the sealing CAS (Release) whose
-                // value was read Relaxed, so the caller, going on to the
-                // migration, finds it published.
-                fence(Ordering::Acquire);
-                return None;
-            }
-            if v & HELD == 0 {
-                let held = v | (tag << TAG_SHIFT) | HELD;
-                // AcqRel. Acquire: pairs with the Release store in `drop`
-                // of the previous holder, so its bucket writes are visible
-                // to the checks this holder makes under the stripe.
-                // Release: pairs with the Acquire first stripe load of a
-                // reader that reads this value and then trusts a read made
-                // under this hold: everything that happened before this
-                // writer took the stripe (the insert of the key a `remove`
-                // takes, say) is visible to that reader's bucket loads.
-                #[cfg(loom)]
-                let take = if crate::loom_support::acquire_only_take() {
-                    Ordering::Acquire
-                } else {
-                    Ordering::AcqRel
-                };
-                #[cfg(not(loom))]
-                let take = Ordering::AcqRel;
-                match stripe.compare_exchange_weak(v, held, take, Ordering::Relaxed) {
-                    Ok(_) => return Some(StripeLock { stripe, held }),
-                    Err(seen) => v = seen,
-                }
-            } else {
-                backoff.snooze();
-                // Relaxed: only a hint, as above.
-                v = stripe.load(Ordering::Relaxed);
-            }
+impl Migration {
+    /// The migration into `next`, with `chunks` (all free) to copy.
+    pub(super) fn link(next: Table, chunks: Box<[AtomicUsize]>) -> Migration {
+        Migration {
+            next: NonNull::from(Box::leak(Box::new(next))),
+            chunks,
+            cursor: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            sealed: AtomicUsize::new(0),
         }
     }
 
-    /// A hop's step: its copy has landed in the destination and it is
-    /// about to clear the source. Bumps the counter, keeping the hold and
-    /// the tag in flight.
-    #[inline]
-    pub(crate) fn copied(&mut self) {
-        let next = (self.held | BELOW_COUNTER).wrapping_add(1) | (self.held & BELOW_COUNTER);
-        self.held = next;
-        // Release: (1) a reader whose bucket load sees the hop's clear
-        // (a Release CAS, later in this thread) then reads this value or a
-        // later one in its last stripe load, so a read that missed the tag
-        // on both sides of the hop is retried; (2) a reader whose first
-        // stripe load reads this value sees the copy in its bucket loads.
-        self.stripe.store(next, Ordering::Release);
+    /// The successor table.
+    #[inline(always)]
+    pub(crate) fn next(&self) -> &Table {
+        // SAFETY: the successor is owned by this migration and freed only
+        // in its `Drop`, which cannot run while `&self` lives.
+        unsafe { self.next.as_ref() }
     }
 }
 
-/// Seals `stripe` for good (see the module docs), waiting for a writer
-/// that holds it to finish. Idempotent; any thread may seal.
-pub(crate) fn seal(stripe: &AtomicU64) {
-    let mut backoff = Backoff::default();
-    while !try_seal(stripe) {
-        backoff.snooze();
-    }
-}
-
-/// Seals `stripe` unless a writer holds it now; `true` if it is sealed
-/// (by this call or an earlier one). Never waits: a held stripe is left
-/// for a later call.
-pub(crate) fn try_seal(stripe: &AtomicU64) -> bool {
-    // Relaxed: only a hint; the CAS below carries the ordering.
-    let mut v = stripe.load(Ordering::Relaxed);
-    loop {
-        if v == SEALED {
-            // Acquire fence: pairs with the sealing CAS of whoever sealed
-            // it (see below), as if this thread's read were that CAS.
-            fence(Ordering::Acquire);
-            return true;
-        }
-        if v & HELD != 0 {
-            return false;
-        }
-        // AcqRel: the Acquire half pairs with the Release store that ended
-        // the last hold, the Release half with the Acquire stripe load of a
-        // reader or sealer that sees SEALED: whoever sees the seal sees
-        // every move and remove this pair ever had in this table.
-        match stripe.compare_exchange_weak(v, SEALED, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => return true,
-            Err(seen) => v = seen,
-        }
+impl Drop for Migration {
+    fn drop(&mut self) {
+        // SAFETY: `next` came from `Box::into_raw` in `link`, is owned by
+        // this migration alone, and `&mut self` means nothing borrows it.
+        drop(unsafe { Box::from_raw(self.next.as_ptr()) });
     }
 }
 
@@ -426,79 +294,14 @@ impl Drop for Table {
     }
 }
 
-impl Drop for StripeLock<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // Release: pairs with the Acquire of the next `acquire` and with the
-        // Acquire first stripe load of a validating reader, which then sees
-        // every bucket write made under this hold.
-        self.stripe.store(
-            (self.held | BELOW_COUNTER).wrapping_add(1),
-            Ordering::Release,
-        );
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
     #[test]
-    fn stripe_lock_is_exclusive_and_versions_advance() {
+    fn a_pair_has_one_stripe_whichever_bucket_comes_first() {
         let t = Table::new(Geometry::new(64, 0)).unwrap();
-        let s = t.stripe(3, 9);
-        assert!(std::ptr::eq(s, t.stripe(9, 3)), "stripe is symmetric");
-        let load = || s.load(Ordering::Relaxed);
-        {
-            let _g = StripeLock::acquire(s).unwrap();
-            assert_eq!(load(), HELD, "a plain hold sets the held bit only");
-            assert!(!try_seal(s), "a held stripe is not sealed");
-        }
-        let free = load();
-        assert_eq!(free & BELOW_COUNTER, 0, "released: no tag, not held");
-        assert!(free > HELD, "the release counts up");
-        {
-            let mut g = StripeLock::acquire_moving(s, 0xABC).unwrap();
-            let taken = load();
-            assert_eq!((in_flight(taken), taken & HELD), (0xABC, HELD));
-            assert!(taken > free);
-            g.copied();
-            let stepped = load();
-            assert_eq!((in_flight(stepped), stepped & HELD), (0xABC, HELD));
-            assert!(stepped > taken, "the step counts up");
-            assert!(!count_stands(stepped, stepped, 0xABC), "tag in flight");
-            assert!(count_stands(stepped, stepped, 0xABD), "another tag");
-            assert!(miss_stands(stepped, stepped));
-            assert!(!miss_stands(taken, stepped));
-        }
-        let released = load();
-        assert_eq!(released & BELOW_COUNTER, 0);
-        assert!(released > free);
-        seal(s);
-        assert!(!miss_stands(SEALED, SEALED), "a sealed pair routes on");
-        assert!(
-            StripeLock::acquire(s).is_none(),
-            "a sealed stripe cannot be taken"
-        );
-        seal(s);
-        assert_eq!(load(), SEALED, "sealing is idempotent");
-    }
-
-    #[test]
-    fn the_counter_wraps_without_reaching_sealed() {
-        let top = !BELOW_COUNTER;
-        let s = AtomicU64::new(top);
-        drop(StripeLock::acquire(&s).unwrap());
-        assert_eq!(s.load(Ordering::Relaxed), 0, "wrapped to a free stripe");
-        s.store(top, Ordering::Relaxed);
-        {
-            let mut g = StripeLock::acquire_moving(&s, 0xFFFE).unwrap();
-            assert_ne!(s.load(Ordering::Relaxed), SEALED);
-            g.copied();
-            assert_ne!(s.load(Ordering::Relaxed), SEALED);
-        }
-        let v = s.load(Ordering::Relaxed);
-        assert_eq!(v & BELOW_COUNTER, 0, "released after the wrap");
-        assert!(StripeLock::acquire(&s).is_some());
+        assert!(std::ptr::eq(t.stripe(3, 9), t.stripe(9, 3)));
+        assert!(!std::ptr::eq(t.stripe(3, 9), t.stripe(4, 9)));
     }
 }

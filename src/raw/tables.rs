@@ -39,7 +39,7 @@
 //! only version stripes, migration state and tables under 4 MiB (whose
 //! words come from the heap, not a mapping) stay resident.
 
-use super::migrate::Migration;
+use super::table::Migration;
 use super::table::Table;
 use crate::sync::{AtomicPtr, Ordering};
 use std::ptr::NonNull;
