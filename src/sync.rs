@@ -20,9 +20,6 @@ pub(crate) use crossbeam_epoch as epoch;
 /// A flag no protocol reads (whether a table's pages were released).
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) use std::sync::atomic::AtomicBool as StatBool;
-/// The counter that spreads threads over statistics shards (orders nothing).
-#[cfg(not(loom))]
-pub(crate) use std::sync::atomic::AtomicUsize as StatUsize;
 /// Statistics counters that no protocol reads: always `std` atomics, so loom
 /// does not spend its interleavings on them.
 #[allow(clippy::disallowed_types)]

@@ -4,7 +4,6 @@
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::bucket::{L12x5, L16x4};
-use crate::raw::counters::Shard;
 use crate::raw::geometry::{self, Geometry, Located};
 use crate::raw::migrate::Helped;
 use crate::raw::ops::{self, InsertFailure, Search};
@@ -93,7 +92,8 @@ impl CuckooFilter {
             InsertFailure::Saturated => return Err(self.too_many_copies()),
             InsertFailure::Full { searched } => searched,
         };
-        Shard::bump(&self.counters.shard().full);
+        let shard = self.counters.shard();
+        shard.bump(&shard.full);
         let refusal = match self.grow(t) {
             Ok(()) => return Ok(None),
             Err(e) => e,

@@ -42,7 +42,7 @@ fn update(word: &AtomicU64, shard: &Shard, change: impl Fn(u64) -> Option<u64>) 
         match word.compare_exchange_weak(current, next, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => return true,
             Err(seen) => {
-                Shard::bump(&shard.cas_retries);
+                shard.bump(&shard.cas_retries);
                 current = seen;
             }
         }

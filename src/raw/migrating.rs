@@ -214,13 +214,13 @@ pub(crate) fn insert<L: Layout>(
             let put_tag = |w: &AtomicU64| put::<L>(w, at.tag, shard);
             #[cfg(loom)]
             if broken::put_successor_first(old, next, s, put_tag) {
-                shard.len.fetch_add(1, Ordering::Relaxed);
+                shard.add_len(1);
                 return Ok(true);
             }
             if on_either(old, next, at.i1, s.i1, put_tag)
                 || on_either(old, next, at.i2, s.i2, put_tag)
             {
-                shard.len.fetch_add(1, Ordering::Relaxed);
+                shard.add_len(1);
                 return Ok(true);
             }
         }
@@ -265,7 +265,7 @@ pub(crate) fn remove<L: Layout>(
     let removed =
         on_either(old, next, at.i1, s.i1, take_tag) || on_either(old, next, at.i2, s.i2, take_tag);
     if removed {
-        shard.len.fetch_sub(1, Ordering::Relaxed);
+        shard.add_len(-1);
         // The successor becomes the current table: an insert searching it
         // once it is installed must not be refused by a search that missed
         // this freed lane (see `room.rs`). The old table's hint no longer

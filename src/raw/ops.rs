@@ -226,7 +226,37 @@ pub(crate) enum Search {
 
 /// Inserts the tag of `at`. With `unique`, first checks (under the pair's
 /// stripe) that no copy is present and returns `Ok(false)` if one is.
+///
+/// The common case, a plain insert with a free lane in either bucket, is
+/// inline; the rest (dedup, displacement, failures) is out of line, so
+/// the caller's one prologue serves the whole fast path.
+#[inline(always)]
 pub(crate) fn insert<L: Layout>(
+    t: &Table,
+    at: Located,
+    unique: bool,
+    search: Search,
+    c: &Counters,
+) -> Result<bool, InsertFailure> {
+    if !unique {
+        let Located { tag, i1, i2 } = at;
+        let shard = c.shard();
+        // Two choices: the emptier bucket first, which keeps buckets
+        // balanced and defers displacement to higher loads.
+        let (a, b) = emptier_first::<L>(t, i1, i2);
+        if put::<L>(t.word(a), tag, shard) || put::<L>(t.word(b), tag, shard) {
+            shard.add_len(1);
+            return Ok(true);
+        }
+    }
+    insert_again::<L>(t, at, unique, search, c)
+}
+
+/// `insert` past its fast path: a dedup insert, or a plain one whose two
+/// buckets were full (the retry loop tries them again first: another
+/// thread may have freed a lane).
+#[inline(never)]
+fn insert_again<L: Layout>(
     t: &Table,
     at: Located,
     unique: bool,
@@ -246,18 +276,16 @@ pub(crate) fn insert<L: Layout>(
                 return Ok(false);
             }
             if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
-                shard.len.fetch_add(1, Ordering::Relaxed);
+                shard.add_len(1);
                 return Ok(true);
             }
             // Both full: release the stripe before making room, so no thread
             // ever waits for a stripe while holding one. (They cannot be
             // full of this tag: it is absent.)
         } else {
-            // Two choices: the emptier bucket first, which keeps buckets
-            // balanced and defers displacement to higher loads.
             let (a, b) = emptier_first::<L>(t, i1, i2);
             if put::<L>(t.word(a), tag, shard) || put::<L>(t.word(b), tag, shard) {
-                shard.len.fetch_add(1, Ordering::Relaxed);
+                shard.add_len(1);
                 return Ok(true);
             }
             if saturated_by::<L>(t, tag, i1, i2)? {
@@ -340,7 +368,7 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     pause::here(pause::Point::RemoveHeld, pause::At { a: i1, b: i2, tag });
     let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
     if removed {
-        shard.len.fetch_sub(1, Ordering::Relaxed);
+        shard.add_len(-1);
         // Inserts at the growth cap may search again.
         t.room().note_freed();
     }

@@ -133,13 +133,13 @@ pub(crate) fn make_room<L: Layout>(
         }
         match outcome {
             Ok(()) => {
-                Shard::bump(&shard.paths[len]);
+                shard.bump(&shard.paths[len]);
                 return Room::Made;
             }
             Err(HopFailure::Sealed) => return Room::Sealed,
             Err(HopFailure::Stale) => {}
         }
-        Shard::bump(&shard.stale_paths);
+        shard.bump(&shard.stale_paths);
         // Another writer changed a bucket on the path: let it finish.
         backoff.snooze();
     }
@@ -290,7 +290,7 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
         ) {
             Ok(_) => break,
             Err(seen) => {
-                Shard::bump(&shard.cas_retries);
+                shard.bump(&shard.cas_retries);
                 dst_word = seen;
             }
         }
@@ -312,7 +312,7 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
         cleared,
         "a tag left its source while its pair's stripe was held"
     );
-    Shard::bump(&shard.displacements);
+    shard.bump(&shard.displacements);
     Ok(())
 }
 
@@ -395,7 +395,7 @@ mod broken {
             ) {
                 Ok(_) => break,
                 Err(seen) => {
-                    Shard::bump(&shard.cas_retries);
+                    shard.bump(&shard.cas_retries);
                     dst_word = seen;
                 }
             }
@@ -420,7 +420,7 @@ mod broken {
             cleared,
             "a tag left its source while its pair's stripe was held"
         );
-        Shard::bump(&shard.displacements);
+        shard.bump(&shard.displacements);
         Ok(())
     }
 }
