@@ -625,7 +625,8 @@ fn bench_fill<F: Filter>(g: &mut Group<'_>, fx: &Fixture, lazy: &Lazy<F>, count:
 }
 
 /// koel's two fast paths for lookups in a loop, next to the plain call:
-/// `koel16_pinned` (one epoch pin for the whole loop, `CuckooFilter::pin`)
+/// `koel16_pinned` (calls through one `CuckooFilter::pin()` handle, which
+/// used to hold one epoch pin for the whole loop; now a plain view)
 /// and `koel16_batch` (`contains_many` over 4096 keys: one pin, buckets
 /// prefetched 8 keys ahead).
 fn bench_contains_fast(

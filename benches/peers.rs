@@ -11,7 +11,7 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter`, 16-bit x 4 / 12-bit x 5, one call per key |
-//! | `koel16_fixed` | koel16 built with `Growth::Fixed`: a table that never changes, so single calls skip the epoch pin (like `cuckoofilter`, it cannot grow) |
+//! | `koel16_fixed` | koel16 built with `Growth::Fixed`: a table that never changes, so writes skip the writer announcement (like `cuckoofilter`, it cannot grow) |
 //! | `koel16_pinned` | koel16 through one `pin()` handle per 4096-key slice |
 //! | `koel16_batch`, `koel12_batch` | the same through `contains_many` / `insert_many` (remove: one call per key) |
 //! | `cuckoofilter_ahash` | `cuckoofilter` 0.5 with `ahash::AHasher` (8-bit tags, slots rounded up to a power of two) |
@@ -111,7 +111,7 @@ trait Peer {
 /// How the koel variants call the filter.
 #[derive(Clone, Copy, PartialEq)]
 enum Calls {
-    /// One method call (and epoch pin) per key.
+    /// One method call per key.
     Single,
     /// One `pin()` handle per 4096-key slice, one call per key.
     Pinned,

@@ -10,7 +10,7 @@
 //! | id | structure |
 //! | --- | --- |
 //! | `koel16`, `koel12` | `koel::CuckooFilter` shared by reference, one call per key |
-//! | `koel16_fixed` | koel16 built with `Growth::Fixed` (single calls skip the epoch pin) |
+//! | `koel16_fixed` | koel16 built with `Growth::Fixed` (writes skip the writer announcement) |
 //! | `koel_bloom` | `koel::BloomFilter`, FPR 1e-4: cannot remove |
 //! | `mutex_cuckoofilter` | `Mutex<cuckoofilter::CuckooFilter<ahash::AHasher>>` |
 //! | `rwlock_cuckoofilter` | `RwLock<...>` of the same: lookups share the read lock |

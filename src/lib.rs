@@ -95,8 +95,10 @@
 //!   (for a chunk another thread is copying, or for a stripe holder);
 //! * no operation can miss a key whose insert it happens-after, and
 //!   `insert_unique` still has exactly one winner;
-//! * the old table is retired through the epoch collector and freed once no
-//!   thread can still be reading it.
+//! * the old table is kept until the filter drops (a late reader still
+//!   reads valid memory there); on Linux its bucket pages (tables of 4 MiB
+//!   or more) go back to the OS once no write that could reach it is still
+//!   running.
 //!
 //! ## Memory
 //!
@@ -114,12 +116,13 @@
 //!
 //! `contains` touches two cache lines (the two candidate buckets) plus one
 //! version stripe (a small, cache-resident array), and takes no lock and no
-//! epoch pin, on every filter. Inserts and removes of a filter that may
-//! grow pin the epoch collector, a full barrier on x86 (a [`Growth::Fixed`]
-//! filter skips it: its table never changes); in loops of writes use
-//! [`CuckooFilter::pin`] (one pin for many calls) or the batch calls
+//! epoch pin, on every filter. Inserts and removes take no pin either: on a
+//! filter that may grow they announce themselves in a word of their
+//! thread's own (a plain store, no barrier on Linux, where the rare thread
+//! that replaces a table runs `membarrier` instead); a [`Growth::Fixed`]
+//! filter skips even that. In loops use the batch calls
 //! [`CuckooFilter::contains_many`] / [`CuckooFilter::insert_many`], which
-//! also prefetch. BENCHMARKS.md has measured numbers against other filters.
+//! prefetch. BENCHMARKS.md has measured numbers against other filters.
 //! With the opt-in feature `rayon` (`koel = { version = "0.1", features =
 //! ["rayon"] }`), `par_contains`, `par_insert`,
 //! `par_insert_unique` and `ParallelExtend` run those batches on rayon's

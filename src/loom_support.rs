@@ -51,9 +51,15 @@ pub enum Canary {
     /// before its old bucket is forwarded.
     SuccessorFirst,
     /// A replaced table's pages are released (its words zeroed) as soon
-    /// as it is replaced, instead of once no pinned writer can reach it: a
-    /// plain insert that loaded it before can CAS into a released word.
+    /// as it is replaced, instead of once no announced writer can reach
+    /// it: a plain insert that loaded it before can CAS into a released
+    /// word.
     ImmediateRelease,
+    /// A writer announces itself without the fence between its
+    /// announcement and its load of the current table (the writer's half
+    /// of the Dekker pair that `membarrier` completes): an installer's
+    /// scan can miss it while it still loads the old table.
+    UnannouncedWriter,
     /// A lookup trusts a migrating read without checking that its table is
     /// still current: it may have read released (zeroed) words.
     UncheckedRetiredRead,

@@ -81,9 +81,9 @@ mod std_words {
     }
 
     /// The right to return a retired table's physical pages to the OS,
-    /// taken from [`Words::release_handle`] and run later (`Send +
-    /// 'static`, for the epoch collector). It keeps the memory mapped
-    /// until it has run, even if the table is dropped first.
+    /// taken from [`Words::release_handle`] and run later, once no writer
+    /// can reach the table (`raw::writers`). It keeps the memory mapped
+    /// until it has run or is dropped, even if the table is dropped first.
     pub(crate) struct Release {
         #[cfg(target_os = "linux")]
         mapping: Arc<super::linux::Mapping>,

@@ -1,8 +1,6 @@
-//! The one place koel takes its atomics, spin hints and epoch collector from.
+//! The one place koel takes its atomics, fences, mutexes and spin hints from.
 //!
-//! Under `cfg(loom)` everything comes from `loom` (and `crossbeam-epoch` is
-//! built with `--cfg crossbeam_loom`, so its table pointer is modelled too);
-//! otherwise from `std`. No other module of the library imports
+//! Under `cfg(loom)` everything comes from `loom`; otherwise from `std`. No other module of the library imports
 //! `std::sync::atomic`. Clippy's `disallowed-types` and `disallowed-methods`
 //! (clippy.toml) enforce it in the loom build, where a std atomic is a
 //! different type from the facade's: the lint is on there (lib.rs) and
@@ -10,12 +8,19 @@
 //! `raw::counters`, whose statistics counters below stay std under loom.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    compiler_fence, fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-
-pub(crate) use crossbeam_epoch as epoch;
+/// Under loom writers always fence (`raw::writers`): never called.
+#[cfg(loom)]
+pub(crate) fn compiler_fence(_: Ordering) {}
+#[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 
 /// A flag no protocol reads (whether a table's pages were released).
 #[cfg(all(target_os = "linux", not(loom)))]

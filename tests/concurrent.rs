@@ -35,8 +35,8 @@ fn readers_vs_filling_writers(capacity: usize, rounds_per_layout: usize) {
         .iter()
         .flat_map(|&bits| std::iter::repeat_n(bits, rounds_per_layout));
     for (round, bits) in layouts.enumerate() {
-        // Both protections of single calls: an epoch pin (a filter that may
-        // grow) and none (`Growth::Fixed`, whose table never changes).
+        // Both protections of single writes: an announcement (a filter that
+        // may grow) and none (`Growth::Fixed`, whose table never changes).
         let growth = if round % 2 == 0 {
             Growth::Double
         } else {

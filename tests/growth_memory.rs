@@ -1,5 +1,5 @@
 //! After a doubling completes, the old table's memory is returned to the
-//! allocator (through the epoch collector), measured by counting the bytes
+//! system (once no write that could reach it is running), measured by counting the bytes
 //! this test binary has allocated and not yet freed.
 
 use koel::CuckooFilter;
@@ -62,9 +62,8 @@ fn the_old_table_is_freed_once_growth_completes() {
         new_table > first_table * 19 / 10,
         "{new_table} vs {first_table}"
     );
-    // The old table is retired through the epoch collector: it is freed
-    // once no thread is pinned where it could still see it. Plain calls
-    // pin and unpin, which lets the collector run.
+    // The old table's memory goes back once no write that began before
+    // its replacement is running (the end of such a write runs it).
     let filter_bytes = || LIVE.load(Relaxed) - baseline;
     let old_still_live = || filter_bytes() >= new_table + first_table / 2;
     for i in 0..200_000u64 {

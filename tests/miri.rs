@@ -7,8 +7,9 @@
 //! first through its migrations, freed on drop), saving (the snapshot view)
 //! and loading (a filter rebuilt from saved words). They also run, quickly,
 //! in the ordinary test suite. `.ci/run` runs them with
-//! `-Zmiri-ignore-leaks`: crossbeam-epoch's global collector keeps every
-//! pinning thread's registration and bags for ever.
+//! `-Zmiri-ignore-leaks` (crossbeam-epoch's global collector, which koel
+//! no longer uses, leaked every pinning thread's registration; the option
+//! stays harmless).
 
 mod common;
 

@@ -1,1 +1,1 @@
-//! Loom models of koel live in `tests/`; build with `RUSTFLAGS="--cfg loom --cfg crossbeam_loom"`.
+//! Loom models of koel live in `tests/`; build with `RUSTFLAGS="--cfg loom"`.

@@ -220,9 +220,11 @@ fn canary_unchecked_retired_read() {
     );
 }
 
-/// A plain insert (pinned, as every write on a growable filter) racing the
-/// end of a migration and the release of the old table's pages: the
+/// A plain insert (announced, as every write on a growable filter) racing
+/// the end of a migration and the release of the old table's pages: the
 /// release waits for the insert, so its CAS never lands in a released word.
+/// (`raw/writers.rs`: `membarrier` is stood in by a `SeqCst` fence on the
+/// installer's side, paired with the writer's fence after announcing.)
 fn insert_during_release(name: &str, canary: Canary) {
     let mut p = Picker::new();
     let (a, x) = (p.key(0, 1), p.key(0, 1));
@@ -256,7 +258,16 @@ fn insert_while_old_table_released() {
     insert_during_release("insert_while_old_table_released", Canary::None);
 }
 
-/// Releasing at once, without waiting for pinned writers, fails it (see
+/// A writer whose announcement is not fenced before its load of the
+/// current table fails it: the installer's scan can miss the announcement
+/// while the writer still loads the old table.
+#[test]
+#[should_panic(expected = "lost an insert to a released table")]
+fn canary_unannounced_writer() {
+    insert_during_release("canary_unannounced_writer", Canary::UnannouncedWriter);
+}
+
+/// Releasing at once, without waiting for announced writers, fails it (see
 /// the summary in `docs/design.md`): the insert loaded the old table, the
 /// migrator forwarded, installed and released it, and the insert's CAS
 /// then found a zeroed word and put the tag there, where nothing reads it.

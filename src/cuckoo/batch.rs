@@ -1,4 +1,5 @@
-//! Batch operations: one pin and software prefetch across many keys.
+//! Batch operations: one writer announcement and software prefetch across
+//! many keys.
 
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
@@ -117,7 +118,7 @@ impl CuckooFilter {
     }
 
     /// Inserts every key, in order, like [`insert`](Self::insert) in a loop
-    /// but with one pin and prefetching.
+    /// but with one writer announcement and prefetching.
     ///
     /// # Errors
     ///
@@ -216,10 +217,11 @@ impl CuckooFilter {
             done(i, inserted);
             start = i + 1;
             // A table replaced during this batch has its pages released
-            // only once no pin from before its replacement remains: re-pin,
-            // so a long batch through several doublings does not keep them.
+            // only once no write announced before its replacement remains:
+            // announce anew, so a long batch through several doublings does
+            // not keep them.
             if !std::ptr::eq(self.table(), table_before) {
-                pin.repin();
+                pin.renew();
             }
         }
         Ok(())

@@ -7,6 +7,7 @@ use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
+use crate::raw::writers::Writers;
 
 /// Default capacity when none is given: about a million items (2.2 MB).
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -154,13 +155,20 @@ impl CuckooFilterBuilder {
         #[cfg(not(loom))]
         let _ = &mut table;
         let hasher = KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed));
-        Ok(CuckooFilter {
+        #[allow(unused_mut)]
+        let mut filter = CuckooFilter {
             tables: Tables::new(table),
             layout,
             hasher,
             counters: Counters::default(),
+            writers: Writers::new(self.policy.growth != Growth::Fixed),
             policy: self.policy,
-        })
+        };
+        #[cfg(loom)]
+        {
+            filter.writers.canary = self.canary;
+        }
+        Ok(filter)
     }
 }
 

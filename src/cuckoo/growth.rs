@@ -9,7 +9,7 @@ use crate::raw::migrate::Helped;
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::table::Migration;
 use crate::raw::table::Table;
-use crate::sync::{epoch, Backoff};
+use crate::sync::Backoff;
 
 /// Whether a full filter doubles its table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -21,9 +21,9 @@ pub enum Growth {
     #[default]
     Double,
     /// Never grow: a full table answers [`InsertError::Full`]. Its table
-    /// then never changes, so single inserts and removes skip the epoch
-    /// pin (a full memory barrier per call; lookups never take it, on
-    /// either setting). Choose it when the item count is known.
+    /// then never changes, so its writers skip the announcement that
+    /// growable filters' writers make (a few plain instructions, no
+    /// barrier). Choose it when the item count is known.
     Fixed,
 }
 
@@ -246,15 +246,13 @@ impl CuckooFilter {
         self.finish_migration();
     }
 
-    /// Loom models only: drives the epoch collector until the release of
-    /// replaced tables' pages, deferred until no writer could reach them,
-    /// has run (as later operations of any thread would).
+    /// Loom models only: runs the releases of replaced tables' pages that
+    /// waited for writers, if those have finished (as the end of any later
+    /// write would).
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn loom_collect(&self) {
-        for _ in 0..4 {
-            epoch::pin().flush();
-        }
+        drop(self.writer_pin());
     }
 
     /// A writer's bounded share of the migration of `t`: one chunk; then,
@@ -279,21 +277,16 @@ impl CuckooFilter {
         };
         #[cfg(loom)]
         if t.canary == crate::loom_support::Canary::ImmediateRelease {
-            // Deliberately broken: released while a pinned writer may
+            // Deliberately broken: released while an announced writer may
             // still be about to CAS into the table.
             release.run();
             return;
         }
-        // Deferred until every thread pinned now has unpinned: a writer
-        // that loaded `t` before the install above is pinned from before
-        // that load until its operation ends, so it never writes a
-        // released word (readers need no such wait: `raw/tables.rs`).
-        let guard = epoch::pin();
-        guard.defer(move || release.run());
-        // A retired table is large: move the release from this thread's
-        // bag of deferred work (flushed only when it fills) to the global
-        // queue, so any thread's next collection runs it.
-        guard.flush();
+        // Deferred until no write that began before the install is still
+        // running: a writer that loaded `t` announced itself before that
+        // load, so it never writes a released word (readers need no such
+        // wait: `raw/tables.rs`).
+        self.writers.release_when_quiet(release);
     }
 
     /// Drives the migration of the current table (if any) to completion:
@@ -365,16 +358,12 @@ mod tests {
             .sum();
         assert_eq!(s.retired_bytes, all);
         assert!(s.retired_bytes < s.memory_bytes, "{s:?}");
-        // The release waits for the epoch to advance past every writer
-        // pinned when the table was replaced (other tests pin too).
+        // The release waits only for writes of this filter that were in
+        // progress when the table was replaced: here the one that replaced
+        // it, so the pages went back when that insert returned.
         let big = retired[2];
         assert!(big.bytes() >= crate::memory::HUGE_PAGE_MIN_BYTES);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while cfg!(target_os = "linux") && !big.is_released() {
-            assert!(std::time::Instant::now() < deadline, "never released");
-            epoch::pin().flush();
-            std::thread::yield_now();
-        }
+        assert_eq!(big.is_released(), cfg!(target_os = "linux"));
         let s = f.stats();
         if cfg!(target_os = "linux") {
             let words = big.buckets() * 8;

@@ -34,6 +34,7 @@ use crate::raw::migrating::{self, Retry};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
+use crate::raw::writers::Writers;
 use crate::sync::Backoff;
 use std::fmt;
 use std::hash::Hash;
@@ -162,6 +163,9 @@ pub struct CuckooFilter {
     layout: LayoutKind,
     hasher: KeyHasher,
     counters: Counters,
+    /// Writers announce themselves here (growable filters only), so that a
+    /// replaced table's pages are released only when none can write them.
+    writers: Writers,
     policy: GrowthPolicy,
 }
 
@@ -202,20 +206,18 @@ impl CuckooFilter {
         self.tables.current()
     }
 
-    /// What a writer holds for one operation: an epoch pin, except on a
-    /// [`Growth::Fixed`] filter, which never replaces its table.
+    /// What a writer holds for one operation: its announcement (see
+    /// `raw/writers.rs`), except on a [`Growth::Fixed`] filter, which never
+    /// replaces its table. Call it before loading the current table.
     #[inline(always)]
-    fn writer_pin(&self) -> WriterPin {
-        WriterPin::new(self.policy.growth != Growth::Fixed)
+    fn writer_pin(&self) -> WriterPin<'_> {
+        WriterPin::new((self.policy.growth != Growth::Fixed).then_some(&self.writers))
     }
 
-    /// Pins the current thread once for many operations: the returned
-    /// handle has the same operations as the filter, without the cost of
-    /// pinning (a full memory barrier on x86) per insert or remove.
-    /// Lookups never pin, with or without it. For hot loops of writes.
-    ///
-    /// The handle delays the release of retired memory while it lives;
-    /// drop it (or call [`Pinned::repin`]) between long batches.
+    /// A handle with the same operations as the filter. Writes used to pin
+    /// the thread (a full memory barrier) per call, which the handle paid
+    /// once; they no longer do, so the handle now costs and saves nothing
+    /// and is kept for code written against it.
     ///
     /// ```
     /// let f = koel::CuckooFilter::with_capacity(10_000);
@@ -225,11 +227,11 @@ impl CuckooFilter {
     /// }
     /// assert!((0..1000u32).all(|k| pinned.contains(&k)));
     /// ```
-    #[must_use = "the pin is released when the handle is dropped: call the operations on it"]
+    #[must_use = "a Pinned handle does nothing unless its operations are called"]
     pub fn pin(&self) -> Pinned<'_> {
         Pinned {
             filter: self,
-            pin: WriterPin::new(true),
+            _not_send: std::marker::PhantomData,
         }
     }
 

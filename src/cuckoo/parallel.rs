@@ -2,8 +2,8 @@
 //! `rayon`).
 //!
 //! Each call splits its keys into chunks of [`CHUNK`] and runs the batch
-//! operation of [`batch`](super::batch) on every chunk: one epoch pin and
-//! software prefetch per chunk, chunks spread over rayon's workers. Every
+//! operation of [`batch`](super::batch) on every chunk: one writer
+//! announcement and software prefetch per chunk, chunks spread over rayon's workers. Every
 //! key gets exactly the guarantees of the single operation; only the order
 //! in which keys are applied is unspecified.
 
@@ -13,7 +13,7 @@ use rayon::iter::{IndexedParallelIterator, ParallelIterator};
 use rayon::slice::{ParallelSlice, ParallelSliceMut};
 use std::hash::Hash;
 
-/// Keys per chunk: large enough that the pin and the prefetch warm-up of a
+/// Keys per chunk: large enough that the announcement and the prefetch warm-up of a
 /// chunk are negligible, small enough to balance load over the workers.
 pub(crate) const CHUNK: usize = 4096;
 

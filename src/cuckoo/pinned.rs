@@ -1,46 +1,50 @@
-//! Epoch pins for writers: one per operation ([`WriterPin`]), or one for
-//! many ([`Pinned`]).
+//! What a writer holds for one operation ([`WriterPin`]), and the
+//! [`Pinned`] handle kept from when writes pinned the thread.
 
 use super::CuckooFilter;
 use crate::error::InsertError;
-use crate::sync::epoch;
+use crate::raw::writers::{Writers, Writing};
 use std::fmt;
 use std::hash::Hash;
+use std::marker::PhantomData;
 
 /// What a writer holds while it may write bucket words without a stripe:
-/// an epoch pin, which keeps a table it loaded from having its pages
-/// released under it (see `raw/tables.rs`). Empty on a
+/// its announcement, which keeps a table it loaded from having its pages
+/// released under it (see `raw/writers.rs`). Empty on a
 /// [`Growth::Fixed`](crate::Growth::Fixed) filter, whose table is never
 /// replaced. Writers take it as an argument so that none can forget it.
-pub(crate) struct WriterPin(Option<epoch::Guard>);
+pub(crate) struct WriterPin<'f>(Option<Writing<'f>>);
 
-impl WriterPin {
-    /// A pin if `needed`.
+impl<'f> WriterPin<'f> {
+    /// An announcement in `writers`, if given.
     #[inline(always)]
-    pub(crate) fn new(needed: bool) -> WriterPin {
-        WriterPin(needed.then(epoch::pin))
+    pub(crate) fn new(writers: Option<&'f Writers>) -> WriterPin<'f> {
+        WriterPin(writers.map(Writers::begin))
     }
 
-    /// Unpins and pins again (if pinned), letting retired pages go.
-    pub(crate) fn repin(&mut self) {
-        if let Some(guard) = &mut self.0 {
-            guard.repin();
+    /// Ends this write and announces a new one, so that releases waiting
+    /// for it can run (between the tables of a long batch).
+    pub(crate) fn renew(&mut self) {
+        if let Some(writing) = self.0.take() {
+            let writers = writing.writers();
+            drop(writing);
+            self.0 = Some(writers.begin());
         }
     }
 }
 
-/// The operations of a [`CuckooFilter`] under one epoch pin, from
-/// [`CuckooFilter::pin`].
+/// The operations of a [`CuckooFilter`], from [`CuckooFilter::pin`].
 ///
-/// Every insert or remove on a growable filter pins the thread (so that a
-/// table it writes is not released under it); pinning costs a full memory
-/// barrier. A `Pinned` handle pays that once. Lookups never pin. Its
-/// answers and guarantees are exactly those of the filter's own methods.
-/// It cannot be sent to another thread.
+/// Writes used to pin the thread in crossbeam-epoch, a full memory
+/// barrier per call, which this handle paid once for many. They no longer
+/// pin (see the filter's design notes), so the handle is a plain view of
+/// the filter: its answers, guarantees and costs are exactly those of the
+/// filter's own methods. It cannot be sent to another thread.
 #[must_use = "a Pinned handle does nothing unless its operations are called"]
 pub struct Pinned<'f> {
     pub(super) filter: &'f CuckooFilter,
-    pub(super) pin: WriterPin,
+    /// Kept `!Send`, as it was.
+    pub(super) _not_send: PhantomData<*const ()>,
 }
 
 impl Pinned<'_> {
@@ -61,7 +65,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        self.filter.insert_in(hash, false, &self.pin).map(|_| ())
+        self.filter.insert_hash(hash)
     }
 
     /// See [`CuckooFilter::insert_unique`].
@@ -81,7 +85,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        self.filter.insert_in(hash, true, &self.pin)
+        self.filter.insert_unique_hash(hash)
     }
 
     /// See [`CuckooFilter::contains`].
@@ -105,7 +109,7 @@ impl Pinned<'_> {
     /// See [`CuckooFilter::remove_hash`].
     #[inline]
     pub fn remove_hash(&self, hash: u64) -> bool {
-        self.filter.remove_in(hash, &self.pin)
+        self.filter.remove_hash(hash)
     }
 
     /// See [`CuckooFilter::count`].
@@ -120,11 +124,9 @@ impl Pinned<'_> {
         self.filter.count_in(hash)
     }
 
-    /// Unpins and re-pins, letting retired memory be reclaimed; call it
-    /// between long batches.
-    pub fn repin(&mut self) {
-        self.pin.repin();
-    }
+    /// Does nothing now that the handle holds no pin (it used to unpin
+    /// and pin again, letting retired memory be reclaimed).
+    pub fn repin(&mut self) {}
 
     /// The filter this handle operates on.
     pub fn filter(&self) -> &CuckooFilter {

@@ -70,8 +70,8 @@ pub struct Stats {
     /// Bucket CASes that lost a race and were retried.
     pub cas_retries: u64,
     /// Bytes (address space) of the tables that earlier doublings replaced,
-    /// kept until the filter drops: lookups take no epoch pin, so one may
-    /// still be reading such a table. Each table is half the size of its
+    /// kept until the filter drops: lookups take no pin or announcement, so
+    /// one may still be reading such a table. Each table is half the size of its
     /// successor, so this stays below the current table's size.
     pub retired_bytes: usize,
     /// The part of `retired_bytes` that still holds physical memory. Once

@@ -25,18 +25,20 @@
 
 use crate::sync::{Ordering::Relaxed, StatI64, StatU64};
 use crossbeam_utils::CachePadded;
+#[cfg(not(loom))]
+use std::cell::Cell;
 
 /// Longest displacement path, in hops, that the statistics tell apart.
 pub(crate) const PATH_HISTOGRAM: usize = 8;
 
 /// Shards owned by one thread each; one more is shared by any others.
 #[cfg(not(loom))]
-const OWNED: usize = 64;
-/// Under loom one shard per model thread would need loom's thread locals;
-/// the counters are not part of any modelled protocol, so every model
-/// thread uses the shared shard.
+pub(crate) const OWNED: usize = 64;
+/// Under loom: the first two model threads own a slot (the writer
+/// announcements of `raw::writers` are modelled both ways), later ones
+/// share.
 #[cfg(loom)]
-const OWNED: usize = 0;
+pub(crate) const OWNED: usize = 2;
 /// The index of the shared shard.
 const SHARED: usize = OWNED;
 
@@ -83,27 +85,48 @@ impl Shard {
     }
 }
 
-/// The calling thread's shard: its own slot, or the shared shard once all
+/// The calling thread's slot (its counter shard, and its announcement word
+/// in `raw::writers`): its own, or the shared one (`OWNED`) once all
 /// `OWNED` slots are held by live threads (and during thread-local
 /// destruction, when the slot may already be given back).
 #[cfg(not(loom))]
 #[inline(always)]
-fn thread_shard() -> usize {
-    std::thread_local! {
-        static SLOT: Slot = Slot::take();
+pub(crate) fn thread_slot() -> usize {
+    // A plain cell (no destructor, so no lazy-initialisation check): one
+    // thread-local load on the fast path.
+    let slot = SLOT.with(Cell::get);
+    if slot != UNSET {
+        return slot;
     }
-    SLOT.try_with(|s| s.0).unwrap_or(SHARED)
+    Slot::assign()
 }
+
+#[cfg(not(loom))]
+std::thread_local! {
+    /// This thread's slot, `UNSET` before its first operation. Reset to
+    /// `SHARED` when the thread gives its slot back.
+    static SLOT: Cell<usize> = const { Cell::new(UNSET) };
+    /// Gives the slot back when the thread exits.
+    static HELD: Slot = const { Slot(Cell::new(UNSET)) };
+}
+
+#[cfg(not(loom))]
+const UNSET: usize = usize::MAX;
 
 #[cfg(loom)]
-#[inline(always)]
-fn thread_shard() -> usize {
-    SHARED
+pub(crate) fn thread_slot() -> usize {
+    loom::lazy_static! {
+        static ref NEXT: loom::sync::atomic::AtomicUsize = loom::sync::atomic::AtomicUsize::new(0);
+    }
+    loom::thread_local! {
+        static SLOT: usize = NEXT.fetch_add(1, Relaxed).min(SHARED);
+    }
+    SLOT.with(|s| *s)
 }
 
-/// A thread's shard index, held until the thread exits.
+/// A thread's slot, given back when the thread exits.
 #[cfg(not(loom))]
-struct Slot(usize);
+struct Slot(Cell<usize>);
 
 /// Slots given back by exited threads, and the next never-used one.
 #[cfg(not(loom))]
@@ -111,28 +134,51 @@ static SLOTS: std::sync::Mutex<(Vec<usize>, usize)> = std::sync::Mutex::new((Vec
 
 #[cfg(not(loom))]
 impl Slot {
-    fn take() -> Slot {
-        // A poisoned list is still a valid list: no code panics under it.
-        let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-        let (returned, next) = &mut *slots;
-        Slot(returned.pop().unwrap_or_else(|| {
-            if *next < OWNED {
-                *next += 1;
-                *next - 1
-            } else {
-                SHARED
-            }
-        }))
+    /// Takes a slot for this thread (at its first operation).
+    #[cold]
+    #[inline(never)]
+    fn assign() -> usize {
+        let slot = {
+            // A poisoned list is still a valid list: no code panics under it.
+            let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+            let (returned, next) = &mut *slots;
+            returned.pop().unwrap_or_else(|| {
+                if *next < OWNED {
+                    *next += 1;
+                    *next - 1
+                } else {
+                    SHARED
+                }
+            })
+        };
+        // Registers the slot for return at thread exit. During thread-local
+        // destruction that may be impossible: then give it back at once and
+        // share (the thread is ending anyway).
+        if HELD.try_with(|h| h.0.set(slot)).is_err() {
+            Slot(Cell::new(slot)).give_back();
+            let _ = SLOT.try_with(|s| s.set(SHARED));
+            return SHARED;
+        }
+        SLOT.with(|s| s.set(slot));
+        slot
+    }
+
+    fn give_back(&self) {
+        let slot = self.0.replace(UNSET);
+        if slot < OWNED {
+            let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
+            slots.0.push(slot);
+        }
     }
 }
 
 #[cfg(not(loom))]
 impl Drop for Slot {
     fn drop(&mut self) {
-        if self.0 != SHARED {
-            let mut slots = SLOTS.lock().unwrap_or_else(|e| e.into_inner());
-            slots.0.push(self.0);
-        }
+        // Later operations of this thread (in other thread-local
+        // destructors) share.
+        let _ = SLOT.try_with(|s| s.set(SHARED));
+        self.give_back();
     }
 }
 
@@ -197,7 +243,7 @@ impl Counters {
     /// The calling thread's shard.
     #[inline(always)]
     pub(crate) fn shard(&self) -> &Shard {
-        &self.shards[thread_shard()]
+        &self.shards[thread_slot()]
     }
 
     /// Items inserted minus removed, over all shards.
@@ -257,7 +303,7 @@ mod tests {
                 let (c, alive) = (Arc::clone(&counters), Arc::clone(&all_alive));
                 std::thread::spawn(move || {
                     // Every thread holds its slot from here until all are done.
-                    let slot = thread_shard();
+                    let slot = thread_slot();
                     alive.wait();
                     for _ in 0..2000 {
                         let shard = c.shard();
@@ -287,7 +333,7 @@ mod tests {
     #[test]
     fn exited_threads_give_their_slot_back() {
         let owned = (0..4 * OWNED)
-            .filter(|_| std::thread::spawn(thread_shard).join().unwrap() != SHARED)
+            .filter(|_| std::thread::spawn(thread_slot).join().unwrap() != SHARED)
             .count();
         assert!(
             owned > 2 * OWNED,

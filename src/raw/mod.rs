@@ -18,7 +18,9 @@
 //! * `room`: the full hint that spares a table at its growth cap the search;
 //! * `migrate`: online doubling: sealing, chunked copying, forwarding;
 //! * `migrating`: the operations for a key whose table is migrating;
-//! * `counters`: sharded item count and statistics;
+//! * `counters`: sharded item count and statistics, and each thread's slot;
+//! * `writers`: which threads are writing, so a replaced table's pages are
+//!   returned only when no writer can reach them (no epoch pin per write);
 //! * `pause`: pause points that let unit tests stop a writer mid-step.
 //!
 //! # Progress: which operation may wait for which
@@ -62,3 +64,4 @@ pub(crate) mod room;
 pub(crate) mod stripe;
 pub(crate) mod table;
 pub(crate) mod tables;
+pub(crate) mod writers;

@@ -2,7 +2,7 @@
 //!
 //! # Why a replaced table is never freed before the filter
 //!
-//! `contains` and `count` take no epoch pin: a pin costs a full memory
+//! `contains` and `count` take no pin: an epoch pin costs a full memory
 //! barrier per call, more than the rest of a lookup. So a reader may hold a
 //! reference to a table for as long as it likes after a doubling replaced
 //! that table. It must still read valid memory there, and it does: each
@@ -27,12 +27,12 @@
 //!   empty one, re-checks that its table is still current before it
 //!   trusts a negative answer (`CuckooFilter::read_slow`).
 //!
-//! Writers still pin (growable filters only): a plain insert CASes a free
-//! lane without any stripe, so it must never meet a released word, where
-//! its tag would be lost. The release therefore waits, through the epoch
-//! collector, until every writer that could have loaded the old table has
-//! finished. Writers that hold a stripe need no pin for this: a held stripe
-//! keeps the table from being sealed, hence from being replaced.
+//! Writers announce themselves (growable filters only, `writers.rs`): a
+//! plain insert CASes a free lane without any stripe, so it must never meet
+//! a released word, where its tag would be lost. The release therefore
+//! waits until every write that could have loaded the old table has
+//! finished. (Writers that hold a stripe would not need it: a held stripe
+//! keeps the table from being sealed, hence from being replaced.)
 //!
 //! The memory kept is bounded: each table is half its successor, so all
 //! replaced tables together are smaller than the current one, and of them

@@ -105,8 +105,9 @@ pub fn fill(f: &CuckooFilter, keys: &[u64]) -> Result<(), String> {
 ///
 /// Model bodies report failures as values instead of panicking: a panic
 /// unwinding out of `loom::model` drops loom's threads outside the model,
-/// and crossbeam-epoch's thread-local handle then touches loom state in its
-/// destructor, which aborts the process instead of failing the test.
+/// and a thread-local that touches loom state in its destructor (as
+/// crossbeam-epoch's handle did) then aborts the process instead of
+/// failing the test.
 #[macro_export]
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
