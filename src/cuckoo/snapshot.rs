@@ -58,17 +58,7 @@ impl CuckooFilter {
         #[cfg(loom)]
         if self.table().canary == crate::loom_support::Canary::UnfinishedSnapshot {
             // Deliberately broken: no migration finished, no stripe held.
-            let t = self.table();
-            let geo = t.geometry();
-            return f(&SnapshotView {
-                layout: self.layout,
-                seed: self.hasher.seed(),
-                hash_algorithm: self.hasher.algorithm(),
-                policy: self.policy,
-                m0: geo.m0(),
-                generation: geo.generation(),
-                words: t.words(),
-            });
+            return f(&self.view(self.table()));
         }
         // Holding every stripe excludes each displacement hop and each
         // remove, which are the only ways a tag leaves a bucket. A
@@ -82,8 +72,13 @@ impl CuckooFilter {
         };
         // Lookups (also inside `f`) go on: the holds do not change the
         // stripe words again until they end, so readers' checks pass.
+        f(&self.view(t))
+    }
+
+    /// What `with_snapshot` hands out for table `t`.
+    fn view<'t>(&self, t: &'t Table) -> SnapshotView<'t> {
         let geo = t.geometry();
-        f(&SnapshotView {
+        SnapshotView {
             layout: self.layout,
             seed: self.hasher.seed(),
             hash_algorithm: self.hasher.algorithm(),
@@ -91,7 +86,7 @@ impl CuckooFilter {
             m0: geo.m0(),
             generation: geo.generation(),
             words: t.words(),
-        })
+        }
     }
 
     /// A filter from saved parts: `fill` receives the zeroed table of

@@ -265,9 +265,20 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     // changed stripe.
     lock.copied();
     pause::here(pause::Point::HopCopied, here);
-    // Then clear the source. Its Release half is what a validating reader
-    // synchronises with when it sees the tag gone, and program order puts
-    // the stripe's step before it.
+    clear_source::<L>(t, src, tag, shard)
+}
+
+/// The last step of a hop, after the copy and the stripe's step: clear
+/// the source. Its Release half is what a validating reader synchronises
+/// with when it sees the tag gone, and program order puts the stripe's
+/// step before it.
+#[inline(always)]
+fn clear_source<L: Layout>(
+    t: &Table,
+    src: usize,
+    tag: u64,
+    shard: &Shard,
+) -> Result<(), HopFailure> {
     let cleared = take::<L>(t.word(src), tag, shard);
     // Under the stripe nothing can take the tag from `src`: removes and
     // moves of it hold this stripe, `clear` holds every stripe, and a
@@ -385,19 +396,6 @@ mod broken {
             lock.copied();
         }
         pause::here(pause::Point::HopCopied, here);
-        // Then clear the source. Its Release half is what a validating reader
-        // synchronises with when it sees the tag gone, and program order puts
-        // the stripe's step before it.
-        let cleared = take::<L>(t.word(src), tag, shard);
-        // Under the stripe nothing can take the tag from `src`: removes and
-        // moves of it hold this stripe, `clear` holds every stripe, and a
-        // migration forwards `src` only once every stripe is sealed, which
-        // cannot happen to this one before this hold ends.
-        debug_assert!(
-            cleared,
-            "a tag left its source while its pair's stripe was held"
-        );
-        Shard::bump(&shard.displacements);
-        Ok(())
+        clear_source::<L>(t, src, tag, shard)
     }
 }
