@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_check_fails, assert_one_line_error, koel, query_maybes};
+use common::{assert_check_fails, assert_one_line_error, build, koel, query_maybes};
 use std::path::Path;
 
 /// Builds a filter file of `user-1..=n` in `dir`.
@@ -12,17 +12,10 @@ fn build_users(dir: &Path, n: u32) -> std::path::PathBuf {
     let input = dir.join("users.txt");
     std::fs::write(&input, keys).unwrap();
     let file = dir.join("users.koel");
-    koel()
-        .args(["build", "--input"])
-        .arg(&input)
-        .arg("--output")
-        .arg(&file)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(format!(
-            "{} keys read",
-            koel_cli::human::HumanCount(u64::from(n))
-        )));
+    build(&input, &file).stdout(predicates::str::contains(format!(
+        "{} keys read",
+        koel_cli::human::HumanCount(u64::from(n))
+    )));
     file
 }
 

@@ -37,6 +37,17 @@ pub fn assert_one_line_error(args: &[&str], needle: &str) {
     assert!(!stderr.contains("panicked"), "koel {args:?}: {stderr}");
 }
 
+/// Runs `koel build --input KEYS --output OUT` and asserts it succeeded.
+pub fn build(keys: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
+    koel()
+        .args(["build", "--input"])
+        .arg(keys)
+        .arg("--output")
+        .arg(out)
+        .assert()
+        .success()
+}
+
 /// Runs `koel args` and asserts a failed check: exit status 1, one line
 /// on stderr containing `needle`, and no panic.
 pub fn assert_check_fails(args: &[&std::ffi::OsStr], needle: &str) {
