@@ -8,13 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
+mod common;
+
 /// SplitMix64: distinct, well-mixed keys.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use common::splitmix::mix64 as mix;
 
 const WRITERS: u64 = 2;
 /// Keys per cuckoo writer: enough for five doublings of a 10,000-item

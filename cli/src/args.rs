@@ -2,6 +2,7 @@
 //! command's own (`#[command(flatten)]`), so that they read alike
 //! everywhere.
 
+use crate::input::Inputs;
 use crate::parse;
 
 /// How a command runs: `-j/--threads`, `-q/--quiet`, `--seed`
@@ -42,4 +43,58 @@ pub struct SizeArgs {
     /// 2.5e-3 or more 12-bit tags [default: 16-bit tags].
     #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
     pub fpr: Option<f64>,
+}
+
+impl SizeArgs {
+    /// Tag width for `--fpr`: 16 (FPR ~1.2e-4 at full load) unless 12 bits
+    /// (~2.4e-3) is good enough; 16 without `--fpr`.
+    ///
+    /// # Errors
+    ///
+    /// If `--fpr` is not in (0, 1) or is below what a cuckoo filter reaches.
+    pub fn fingerprint_bits(&self) -> anyhow::Result<u32> {
+        let Some(fpr) = self.fpr else { return Ok(16) };
+        if !(fpr > 0.0 && fpr < 1.0) {
+            anyhow::bail!("--fpr must be between 0 and 1 (exclusive), got {fpr}");
+        }
+        if fpr >= 2.5e-3 {
+            Ok(12)
+        } else if fpr >= 1.2e-4 {
+            Ok(16)
+        } else {
+            anyhow::bail!(
+                "--fpr {fpr:e} is below what a cuckoo filter reaches (1.2e-4 with 16-bit tags at full load)"
+            )
+        }
+    }
+
+    /// `--expected`, or what `inputs` hold (see [`Inputs::expected_records`]).
+    ///
+    /// # Errors
+    ///
+    /// A file cannot be read.
+    pub fn expected(&self, inputs: &Inputs) -> anyhow::Result<u64> {
+        self.expected.map_or_else(|| inputs.expected_records(), Ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fpr_picks_the_layout() {
+        let bits = |fpr| {
+            SizeArgs {
+                expected: None,
+                fpr: Some(fpr),
+            }
+            .fingerprint_bits()
+        };
+        assert_eq!(bits(0.01).unwrap(), 12);
+        assert_eq!(bits(1e-3).unwrap(), 16);
+        for bad in [1e-6, 0.0, 1.5, f64::NAN] {
+            assert!(bits(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -18,15 +18,9 @@ Examples:
   cut -f2 events.tsv | koel build -o events.koel              # keys from stdin
   koel query users.koel alice                                 # then ask it
 
-Input is taken as by `koel dedup`: files in order, \"-\" or none is stdin
-(`--input FILE`, the older spelling, still works).
-
-The file is written atomically (temporary file, sync, rename): a failed
-build leaves any old file in place, the new file keeps the old one's
-permissions, a symbolic link is written through, and anything but a
-regular file (a device, a directory) is refused. Keys are lines, LF or
-CRLF (one trailing CR is not part of the key, as in `koel query`); they
-hash as bytes, so `koel query` finds exactly the keys given here.";
+Input is taken as by `koel dedup`. Keys are lines, LF or CRLF (one
+trailing CR is not part of the key, as in `koel query`). The file is
+replaced atomically: a failed build leaves any old file in place.";
 
 /// Options of `koel build`.
 #[derive(clap::Args, Debug)]
@@ -65,17 +59,14 @@ pub enum FileKind {
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     output::check(&args.output)?;
     let mut inputs = Inputs::open(args.input.paths())?;
-    let expected = args
-        .size
-        .expected
-        .map_or_else(|| inputs.expected_records(), Ok)?;
+    let expected = args.size.expected(&inputs)?;
     let (fpr, seed) = (args.size.fpr, args.run.seed);
     let filter: Box<dyn Saveable> = match args.kind {
         FileKind::Cuckoo => {
-            let bits = fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
-            Box::new(filters::build_cuckoo(expected, bits, seed)?)
+            let bits = args.size.fingerprint_bits()?;
+            Box::new(filters::cuckoo(expected, bits, seed, None)?)
         }
-        FileKind::Bloom => Box::new(filters::build_bloom(
+        FileKind::Bloom => Box::new(filters::bloom(
             expected,
             fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE),
             seed,

@@ -16,7 +16,7 @@
 //! sends every occurrence of a key to one worker, so two threads never
 //! race on one key across a rotation.
 
-use crate::filters::{CliFilter, Snapshot};
+use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
 use std::sync::{Arc, RwLock};
 
@@ -41,17 +41,6 @@ pub struct FilterChain {
     seed: u64,
     fingerprint_bits: u32,
     budget: f64,
-}
-
-/// A new, empty filter's false-positive rate at full load (95% / 96%
-/// load, generation 0): the least a stage can be given.
-pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
-    let (values, lanes, load) = if fingerprint_bits == 12 {
-        (4094.0f64, 5.0, 0.96)
-    } else {
-        (65534.0f64, 4.0, 0.95)
-    };
-    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
 
 impl FilterChain {
@@ -226,17 +215,8 @@ fn build_stage(
     seed: u64,
     max_rate: f64,
 ) -> anyhow::Result<Stage> {
-    let items = usize::try_from(capacity)
-        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
-    let filter = CuckooFilter::builder()
-        .capacity(items)
-        .fingerprint_bits(fingerprint_bits)
-        .seed(seed)
-        .max_false_positive_rate(max_rate.min(1.0))
-        .build()
-        .map_err(|e| anyhow::anyhow!("cannot build a filter for {capacity} items: {e}"))?;
     Ok(Stage {
-        filter,
+        filter: filters::cuckoo(capacity, fingerprint_bits, Some(seed), Some(max_rate))?,
         max_generation: u32::MAX,
     })
 }

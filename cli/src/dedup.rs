@@ -10,7 +10,7 @@ pub use exact::ExactSet;
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
 use crate::filter_file::{self, Loaded};
-use crate::filters::{self, CliFilter};
+use crate::filters::CliFilter;
 use crate::human::{self, HumanBytes, HumanCount};
 use crate::input::{InputArgs, Inputs};
 use crate::{output, parse, progress, Outcome};
@@ -28,30 +28,13 @@ Examples:
   koel dedup --state seen.koel today.log > new-today.log  # continues across runs
   koel dedup --exact events.log > unique.log         # same output as awk '!s[$0]++'
 
-The key is the whole line, or field K (1-based) split on the delimiter
-(default: tab); records without field K are passed through. A record is
-dropped only if the filter says its key was seen: a false positive (about
-1 in 8,000 new keys at full load with 16-bit tags) drops a new record, and
-the summary estimates how many. With --exact, every such \"seen\" is
-confirmed against an exact set of 128-bit hashes of the keys (19 to 39
-bytes per distinct record, whatever its length), so no record is lost
-(two keys sharing a hash: probability ~n^2/2^129 for n distinct keys).
-Records without a trailing newline get one. A record is bytes: with CRLF
-line ends the CR is part of the record and of its key (a\\r\\n and a\\n
-are different records).
-
--o FILE replaces FILE only when the run succeeds (temporary file, rename),
-so FILE may be one of the inputs, as with `sort -o`; a FIFO or device is
-written through. Stdout redirected onto an input (`>> input`) is refused.
-
-The filter is sized from --expected, or the input files' records (counted,
-or estimated from newlines sampled all over a large file), plus 10M for
-stdin. When it fills up, it grows, then a new
-filter is chained to it (lookups check all of them): a run never stops
-halfway for lack of room. A --state filter that has no room for this run's
-records gets a new filter chained to it rather than growing past the rate
-of a fresh one (the state file then holds the chain, which `koel info`,
-`verify` and `query` read like any filter file).
+A false positive (about 1 in 8,000 new keys at full load with 16-bit tags)
+drops a new record; the summary estimates how many, and --exact drops none.
+A record is bytes (with CRLF line ends the CR is part of it and its key);
+records without field K pass through. The filter is sized from --expected
+or the input files, plus 10M for stdin; when full it grows, then a new
+filter is chained to it: a run never stops halfway. The rules of --state
+and -o are in cli/README.md.
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any
@@ -81,11 +64,8 @@ pub struct Args {
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// Loads the filter from FILE if it exists and saves it there at the
-    /// end (atomically), so that dedup continues across runs. A state's
-    /// filters never grow; one without room for this run gets a new filter
-    /// chained to it (the run's false-positive rate is then the sum of
-    /// theirs); a state whose rate would pass --fpr, or made with another
-    /// --seed, is refused before anything is written.
+    /// end (atomically), so that dedup continues across runs; a state
+    /// that would pass --fpr, or has another --seed, is refused.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
     /// Loses nothing: every record the filter takes for a duplicate is
@@ -113,12 +93,9 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     let mut inputs = Inputs::open(args.input.paths())?;
     let fpr = args.size.fpr;
-    let bits = fpr.map_or(Ok(16), filters::fingerprint_bits_for)?;
+    let bits = args.size.fingerprint_bits()?;
     let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
-    let expected = args
-        .size
-        .expected
-        .map_or_else(|| inputs.expected_records(), Ok)?;
+    let expected = args.size.expected(&inputs)?;
     let filter = match &args.state {
         Some(path) if path.exists() => {
             let chain = load_state(path, budget)?;

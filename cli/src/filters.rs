@@ -232,44 +232,43 @@ pub enum KindArg {
     LossyTestDouble,
 }
 
-/// Fingerprint bits for a target false-positive rate: 16 (FPR ~1.2e-4 at
-/// full load) unless 12 bits (~2.4e-3) is good enough.
-///
-/// # Errors
-///
-/// If `fpr` is not in (0, 1) or is below what a cuckoo filter reaches.
-pub fn fingerprint_bits_for(fpr: f64) -> anyhow::Result<u32> {
-    if !(fpr > 0.0 && fpr < 1.0) {
-        anyhow::bail!("--fpr must be between 0 and 1 (exclusive), got {fpr}");
-    }
-    if fpr >= 2.5e-3 {
-        Ok(12)
-    } else if fpr >= 1.2e-4 {
-        Ok(16)
+/// A new, empty cuckoo filter's false-positive rate at full load (95% /
+/// 96% load, generation 0): what a layout reaches without growing.
+pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
+    let (values, lanes, load) = if fingerprint_bits == 12 {
+        (4094.0f64, 5.0, 0.96)
     } else {
-        anyhow::bail!(
-            "--fpr {fpr:e} is below what a cuckoo filter reaches (1.2e-4 with 16-bit tags at full load)"
-        )
-    }
+        (65534.0f64, 4.0, 0.95)
+    };
+    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
 
-/// A cuckoo filter for `capacity` items (it doubles if more arrive).
+/// `capacity` as the builders take it, or why a filter that large cannot be.
+fn items(capacity: u64) -> anyhow::Result<usize> {
+    usize::try_from(capacity)
+        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))
+}
+
+/// A cuckoo filter for `capacity` items (it doubles if more arrive, while
+/// its rate stays under `max_rate`): the one place the commands build one.
 ///
 /// # Errors
 ///
 /// A build error (zero or absurd capacity, allocation refused) as one line.
-pub fn build_cuckoo(
+pub fn cuckoo(
     capacity: u64,
     fingerprint_bits: u32,
     seed: Option<u64>,
+    max_rate: Option<f64>,
 ) -> anyhow::Result<CuckooFilter> {
-    let items = usize::try_from(capacity)
-        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
     let mut builder = CuckooFilter::builder()
-        .capacity(items)
+        .capacity(items(capacity)?)
         .fingerprint_bits(fingerprint_bits);
     if let Some(seed) = seed {
         builder = builder.seed(seed);
+    }
+    if let Some(rate) = max_rate {
+        builder = builder.max_false_positive_rate(rate.min(1.0));
     }
     builder
         .build()
@@ -281,11 +280,9 @@ pub fn build_cuckoo(
 /// # Errors
 ///
 /// A build error (zero or absurd capacity, allocation refused) as one line.
-pub fn build_bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
-    let items = usize::try_from(capacity)
-        .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))?;
+pub fn bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
     let mut builder = BloomFilter::builder()
-        .capacity(items)
+        .capacity(items(capacity)?)
         .false_positive_rate(fpr);
     if let Some(seed) = seed {
         builder = builder.seed(seed);
@@ -295,33 +292,23 @@ pub fn build_bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result
         .map_err(|e| anyhow::anyhow!("cannot build a Bloom filter for {capacity} items: {e}"))
 }
 
-/// Builds the filter `kind` for `capacity` items; a Bloom filter gets the
-/// rate the cuckoo layout `fingerprint_bits` reaches at full load.
+/// The filter `kind` for `capacity` items (`stress`); a Bloom filter gets
+/// the rate the cuckoo layout `fingerprint_bits` reaches at full load.
 ///
 /// # Errors
 ///
 /// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn build(
     kind: KindArg,
-    capacity: usize,
+    capacity: u64,
     fingerprint_bits: u32,
     seed: Option<u64>,
 ) -> anyhow::Result<Box<dyn CliFilter>> {
-    let capacity = capacity as u64;
+    let cuckoo = || cuckoo(capacity, fingerprint_bits, seed, None);
     Ok(match kind {
-        KindArg::Bloom => {
-            let fpr = if fingerprint_bits == 12 {
-                2.4e-3
-            } else {
-                1.2e-4
-            };
-            Box::new(build_bloom(capacity, fpr, seed)?)
-        }
-        KindArg::Cuckoo => Box::new(build_cuckoo(capacity, fingerprint_bits, seed)?),
-        KindArg::LossyTestDouble => Box::new(LossyFilter::new(
-            build_cuckoo(capacity, fingerprint_bits, seed)?,
-            1000,
-        )),
+        KindArg::Bloom => Box::new(bloom(capacity, full_load_rate(fingerprint_bits), seed)?),
+        KindArg::Cuckoo => Box::new(cuckoo()?),
+        KindArg::LossyTestDouble => Box::new(LossyFilter::new(cuckoo()?, 1000)),
     })
 }
 
@@ -340,15 +327,5 @@ mod tests {
             .count();
         assert!(found < 1000, "the double must lose some inserts");
         assert!(found >= 890, "and keep the others: found {found}");
-    }
-
-    #[test]
-    fn fpr_picks_the_layout() {
-        assert_eq!(fingerprint_bits_for(0.01).unwrap(), 12);
-        assert_eq!(fingerprint_bits_for(1e-3).unwrap(), 16);
-        assert!(fingerprint_bits_for(1e-6).is_err());
-        assert!(fingerprint_bits_for(0.0).is_err());
-        assert!(fingerprint_bits_for(1.5).is_err());
-        assert!(fingerprint_bits_for(f64::NAN).is_err());
     }
 }

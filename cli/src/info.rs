@@ -11,14 +11,10 @@ const EXAMPLES: &str = "\
 Examples:
   koel info users.koel
 
-Prints the header (kind, layout, geometry, seed), the item count, load,
-memory and false-positive estimate, and whether the checksum is valid. A
-chain of filters (what `koel dedup --state` saves once a state had no room
-for a run) shows each filter so, and their summed false-positive rate.
-Exit status: 0 for an intact file; 1 if the file was read and is not an
-intact koel filter (damaged, truncated, foreign, another format version,
-saved by a build that hashes differently); 2 if it cannot be read at all
-(missing, no permission, a directory).";
+A chain of filters (saved by `koel dedup --state`) shows each filter and
+their summed false-positive rate. Exit status: 0 for an intact file; 1 if
+the file was read and is not an intact koel filter; 2 if it cannot be read
+at all (missing, no permission, a directory).";
 
 /// Options of `koel info`.
 #[derive(clap::Args, Debug)]

@@ -12,12 +12,9 @@ Examples:
   koel query users.koel < names.txt        # one key per line
   if koel query users.koel \"$name\" >/dev/null; then echo seen; fi
 
-Keys on stdin are one per line; a line may end in LF or CRLF (one trailing
-CR is not part of the key, as in `koel build`). Keys on the command line
-are taken as given.
-
-A chain of filters (what `koel dedup --state` saves once a state had no
-room for a run) answers maybe if any of its filters does.
+Keys on stdin may end in LF or CRLF (one trailing CR is not part of the
+key, as in `koel build`); keys on the command line are taken as given. A
+chain of filters answers maybe if any of its filters does.
 
 Exit status with a single key on the command line: 0 if maybe present, 1
 if absent. Otherwise 0. 2 on an error (missing or damaged file).";

@@ -115,7 +115,6 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         bail!("--items {} is too many: at most {}", args.items, u32::MAX);
     }
     let capacity = args.capacity.unwrap_or(args.items);
-    let capacity = usize::try_from(capacity).context("--capacity does not fit in memory")?;
     if let Some(path) = &args.plot {
         // Fail before a 10-second run, not after it.
         output::check(path)?;
@@ -141,7 +140,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         keys: args.keys,
         prefill: args.prefill,
         seed: args.run.seed.unwrap_or_else(crate::keys::random_seed),
-        capacity: capacity as u64,
+        capacity,
     };
     let report = run(filter.as_ref(), &config)?;
     // Files before stdout: a reader of stdout that goes away ends the

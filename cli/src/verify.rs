@@ -9,17 +9,12 @@ const EXAMPLES: &str = "\
 Examples:
   koel verify users.koel && echo intact
 
-Checks the header, the checksum over header, payload and item count, the
-item count against the payload, that no bucket holds a reserved tag,
-stray bits or a tag outside its region, and that this build hashes keys
-as the saving build did (by loading the filter). A chain of filters (what
-`koel dedup --state` saves once a state had no room for a run) is checked
-filter by filter, and so is its framing: the count of filters, nothing
-after the last, and every filter hashing alike (same seed and tag width).
-Exit status: 0 if the file is intact; 1 if it was read and is not an
-intact koel filter (damaged, truncated, foreign, another format version:
-one line on stderr says how); 2 if it cannot be read at all (missing, no
-permission, a directory).";
+Checks the header, the checksum, the item count against the payload, every
+bucket, and that this build hashes keys as the saving build did; a chain
+of filters (saved by `koel dedup --state`) filter by filter and its
+framing. Exit status: 0 if the file is intact; 1 if it was read and is not
+an intact koel filter (one line on stderr says how); 2 if it cannot be
+read at all (missing, no permission, a directory).";
 
 /// Options of `koel verify`.
 #[derive(clap::Args, Debug)]

@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, koel, query_maybes};
-use std::ffi::OsStr;
+use common::{assert_check_fails, assert_one_line_error, koel, query_maybes};
 use std::path::{Path, PathBuf};
 
 const SMALL: u32 = 2_000;
@@ -137,20 +136,6 @@ fn query_finds_the_keys_of_every_filter_of_a_chain() {
         maybes < 30,
         "{maybes} false positives in 20,000 absent keys"
     );
-}
-
-/// `koel args` fails its check: exit 1, one stderr line holding `needle`,
-/// no panic.
-fn assert_check_fails(args: &[&OsStr], needle: &str) {
-    let out = koel().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 /// `info` and `verify` fail with `needle` (exit 1); `query` and `dedup

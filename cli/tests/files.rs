@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, koel, query_maybes};
+use common::{assert_check_fails, assert_one_line_error, build, koel, query_maybes};
 use std::path::Path;
 
 /// Builds a filter file of `user-1..=n` in `dir`.
@@ -12,17 +12,10 @@ fn build_users(dir: &Path, n: u32) -> std::path::PathBuf {
     let input = dir.join("users.txt");
     std::fs::write(&input, keys).unwrap();
     let file = dir.join("users.koel");
-    koel()
-        .args(["build", "--input"])
-        .arg(&input)
-        .arg("--output")
-        .arg(&file)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(format!(
-            "{} keys read",
-            koel_cli::human::HumanCount(u64::from(n))
-        )));
+    build(&input, &file).stdout(predicates::str::contains(format!(
+        "{} keys read",
+        koel_cli::human::HumanCount(u64::from(n))
+    )));
     file
 }
 
@@ -78,70 +71,46 @@ fn a_single_key_query_answers_with_its_exit_status() {
         .code(0);
 }
 
+/// `koel info` and `koel verify` accept `file`, an intact cuckoo filter
+/// of format `version` hashed with `hash`; info shows each of `more` too.
+fn info_and_verify_accept(file: &Path, version: u16, hash: &str, more: &[&str]) {
+    let info = koel().arg("info").arg(file).assert().success();
+    let stdout = String::from_utf8_lossy(&info.get_output().stdout).into_owned();
+    let kind = format!("kind         cuckoo, format version {version}");
+    let hash = format!(", hash {hash}");
+    for needle in [&kind[..], &hash, "growth       doubles when full"]
+        .iter()
+        .chain(more)
+    {
+        assert!(stdout.contains(needle), "{stdout} lacks {needle:?}");
+    }
+    koel()
+        .arg("verify")
+        .arg(file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "OK (cuckoo filter, format version {version},"
+        )));
+}
+
 #[test]
 fn info_and_verify_describe_an_intact_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = build_users(dir.path(), 5_000);
-    koel()
-        .arg("info")
-        .arg(&file)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(
-            "kind         cuckoo, format version 2",
-        ))
-        .stdout(predicates::str::contains(", hash xxh3"))
-        .stdout(predicates::str::contains("growth       doubles when full"))
-        .stdout(predicates::str::contains("checksum     valid"))
-        .stdout(predicates::str::contains("hash probe   matches this build"))
-        .stdout(predicates::str::contains("fpr"));
-    koel()
-        .arg("verify")
-        .arg(&file)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(
-            "OK (cuckoo filter, format version 2,",
-        ));
+    let more = [
+        "checksum     valid",
+        "hash probe   matches this build",
+        "fpr",
+    ];
+    info_and_verify_accept(&file, 2, "xxh3", &more);
 }
 
 #[test]
 fn info_and_verify_name_a_version_1_file_and_its_hash() {
     // Written by the last format version 1 build (koel's golden files).
-    let v1 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/golden/v1_cuckoo12_fixed.koel");
-    koel()
-        .arg("info")
-        .arg(&v1)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(
-            "kind         cuckoo, format version 1",
-        ))
-        .stdout(predicates::str::contains(", hash ahash"))
-        .stdout(predicates::str::contains("growth       doubles when full"));
-    koel()
-        .arg("verify")
-        .arg(&v1)
-        .assert()
-        .success()
-        .stdout(predicates::str::contains(
-            "OK (cuckoo filter, format version 1,",
-        ));
-}
-
-/// Runs `koel args` and asserts a failed check: exit 1, one stderr line
-/// containing `needle`, no panic.
-fn assert_check_fails(args: &[&std::ffi::OsStr], needle: &str) {
-    let out = koel().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-    assert!(!stderr.contains("panicked"));
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/v1_cuckoo12_fixed.koel");
+    info_and_verify_accept(&v1, 1, "ahash", &[]);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, koel};
+use common::{assert_one_line_error, build, koel};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -218,13 +218,7 @@ fn build_writes_through_a_symbolic_link() {
     let real = dir.path().join("v1.koel");
     let link = dir.path().join("current.koel");
     std::os::unix::fs::symlink("v1.koel", &link).unwrap();
-    koel()
-        .args(["build", "--input"])
-        .arg(&keys)
-        .arg("--output")
-        .arg(&link)
-        .assert()
-        .success();
+    build(&keys, &link);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -265,13 +259,7 @@ fn a_closed_stdout_ends_every_command_quietly_as_sigpipe() {
     let keys = dir.path().join("keys.txt");
     write(&keys, "a\nb\nc\n");
     let file = dir.path().join("f.koel");
-    koel()
-        .args(["build", "--input"])
-        .arg(&keys)
-        .arg("--output")
-        .arg(&file)
-        .assert()
-        .success();
+    build(&keys, &file);
     let (keys_s, file_s) = (keys.to_str().unwrap(), file.to_str().unwrap());
     let built = dir.path().join("g.koel");
     let built_s = built.to_str().unwrap();
@@ -320,13 +308,7 @@ fn info_and_verify_exit_1_for_a_file_that_is_not_an_intact_filter_2_for_one_they
     let keys = dir.path().join("keys.txt");
     write(&keys, "a\nb\n");
     let good = dir.path().join("good.koel");
-    koel()
-        .args(["build", "--input"])
-        .arg(&keys)
-        .arg("--output")
-        .arg(&good)
-        .assert()
-        .success();
+    build(&keys, &good);
     let short = dir.path().join("short.koel");
     std::fs::write(&short, &std::fs::read(&good).unwrap()[..10]).unwrap();
     for cmd in ["info", "verify"] {

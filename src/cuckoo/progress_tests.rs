@@ -342,39 +342,45 @@ fn check_answers(what: &str, answers: Result<Answers, ()>, keys: &PairKeys) {
     }
 }
 
-#[test]
-fn lookups_complete_while_a_hop_is_stopped_after_taking_its_stripe() {
-    let (f, inserted, next) = filled_until_displacement(21);
+/// Stops a displacing insert's hop at `point` and checks that every
+/// lookup of the pair's keys completes meanwhile (the moving tag's own
+/// `count` re-reads until the hop ends: see
+/// `lookups_that_re_read_write_no_statistics`) and answers right; then
+/// lets the hop finish. The filter and the moving key's hash, for the
+/// caller's own check.
+fn lookups_complete_while_a_hop_is_stopped(
+    seed: u64,
+    point: Point,
+    what: &str,
+) -> (Arc<CuckooFilter>, u64) {
+    let (f, inserted, next) = filled_until_displacement(seed);
     let frozen = {
         let f = Arc::clone(&f);
-        Frozen::at(Point::HopHeld, move || f.insert_hash(next).unwrap())
+        Frozen::at(point, move || f.insert_hash(next).unwrap())
     };
     let keys = keys_of_pair(&f, &inserted, frozen.at.a, frozen.at.b);
-    // The moving tag is in flight from the take on: its own `count`
-    // re-reads until the hop ends.
     let moving = moving_key(&f, &keys, frozen.at);
     let answers = lookups_finish(&f, &keys, Some(moving));
     frozen.thaw();
-    check_answers("after taking a hop's stripe", answers, &keys);
+    check_answers(what, answers, &keys);
     assert!(inserted.iter().chain([&next]).all(|&h| f.contains_hash(h)));
+    (f, moving)
+}
+
+#[test]
+fn lookups_complete_while_a_hop_is_stopped_after_taking_its_stripe() {
+    let (f, _) =
+        lookups_complete_while_a_hop_is_stopped(21, Point::HopHeld, "after taking a hop's stripe");
     assert!(f.stats().displacements > 0);
 }
 
 #[test]
 fn lookups_complete_while_a_hop_is_stopped_between_copy_and_clear() {
-    let (f, inserted, next) = filled_until_displacement(22);
-    let frozen = {
-        let f = Arc::clone(&f);
-        Frozen::at(Point::HopCopied, move || f.insert_hash(next).unwrap())
-    };
-    let keys = keys_of_pair(&f, &inserted, frozen.at.a, frozen.at.b);
-    // The moving tag's own `count` re-reads until the hop ends (see
-    // `lookups_that_re_read_write_no_statistics`).
-    let moving = moving_key(&f, &keys, frozen.at);
-    let answers = lookups_finish(&f, &keys, Some(moving));
-    frozen.thaw();
-    check_answers("between a hop's copy and clear", answers, &keys);
-    assert!(inserted.iter().chain([&next]).all(|&h| f.contains_hash(h)));
+    let (f, moving) = lookups_complete_while_a_hop_is_stopped(
+        22,
+        Point::HopCopied,
+        "between a hop's copy and clear",
+    );
     assert_eq!(f.count_hash(moving), 1);
 }
 

@@ -8,9 +8,9 @@
 
 use super::{with_layout_kind, CuckooFilter, Growth, LayoutKind};
 use crate::hash::{HashAlgorithm, KeyHasher};
-use crate::raw::bucket::{self, L12x5, L16x4};
+use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::counters::Counters;
-use crate::raw::geometry::{Geometry, GeometryError};
+use crate::raw::geometry::Geometry;
 use crate::raw::ops;
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
@@ -30,14 +30,11 @@ pub(crate) struct SnapshotView<'a> {
     pub(crate) words: &'a [AtomicU64],
 }
 
-/// Why saved parts cannot make a filter.
+/// Why saved parts cannot make a filter. (The geometry is no reason: the
+/// caller passes a [`Geometry`], which only `Geometry::checked` makes from
+/// untrusted numbers.)
 #[derive(Debug)]
 pub(crate) enum FromPartsError {
-    /// `m0` is odd or outside `MIN_M0..=MAX_M0`.
-    BadM0(u64),
-    /// `generation` leaves too few tag bits, or `m0 << generation` buckets
-    /// do not fit in memory addresses (see `Geometry::checked`).
-    BadGeneration(u32),
     /// The allocator refused `bytes`.
     Allocation { bytes: usize },
     /// Bucket `bucket` holds a word this layout never writes (a reserved
@@ -62,17 +59,7 @@ impl CuckooFilter {
         #[cfg(loom)]
         if self.table().canary == crate::loom_support::Canary::UnfinishedSnapshot {
             // Deliberately broken: no migration finished, no stripe held.
-            let t = self.table();
-            let geo = t.geometry();
-            return f(&SnapshotView {
-                layout: self.layout,
-                seed: self.hasher.seed(),
-                hash_algorithm: self.hasher.algorithm(),
-                policy: self.policy,
-                m0: geo.m0(),
-                generation: geo.generation(),
-                words: t.words(),
-            });
+            return f(&self.view(self.table()));
         }
         // Holding every stripe excludes each displacement hop and each
         // remove, which are the only ways a tag leaves a bucket. A
@@ -86,8 +73,13 @@ impl CuckooFilter {
         };
         // Lookups (also inside `f`) go on: the holds do not change the
         // stripe words again until they end, so readers' checks pass.
+        f(&self.view(t))
+    }
+
+    /// What `with_snapshot` hands out for table `t`.
+    fn view<'t>(&self, t: &'t Table) -> SnapshotView<'t> {
         let geo = t.geometry();
-        f(&SnapshotView {
+        SnapshotView {
             layout: self.layout,
             seed: self.hasher.seed(),
             hash_algorithm: self.hasher.algorithm(),
@@ -95,36 +87,31 @@ impl CuckooFilter {
             m0: geo.m0(),
             generation: geo.generation(),
             words: t.words(),
-        })
+        }
     }
 
-    /// A filter from saved parts: `fill` receives the zeroed table as
-    /// little-endian bytes (`8 * (m0 << generation)` of them) and writes the
-    /// saved words into it. `len` becomes the item count; `hasher` and
-    /// `policy` are the saved filter's.
+    /// A filter from saved parts: `fill` receives the zeroed table of
+    /// `geo` as little-endian bytes (`8 * geo.buckets()` of them) and
+    /// writes the saved words into it. `len` becomes the item count;
+    /// `hasher` and `policy` are the saved filter's.
     ///
-    /// Validates the geometry before allocating anything.
+    /// `geo` comes from `Geometry::checked` (the loader's header check), so
+    /// nothing here validates it again.
     pub(crate) fn from_parts(
         layout: LayoutKind,
         hasher: KeyHasher,
         policy: super::GrowthPolicy,
-        m0: u64,
-        generation: u32,
+        geo: Geometry,
         len: u64,
         fill: impl FnOnce(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<CuckooFilter, FromPartsError> {
-        let geo = Geometry::checked(m0, generation, layout.tag_bits()).map_err(|e| match e {
-            GeometryError::M0(m0) => FromPartsError::BadM0(m0),
-            GeometryError::Generation(g) => FromPartsError::BadGeneration(g),
-        })?;
         let mut table =
             Table::new(geo).map_err(|e| FromPartsError::Allocation { bytes: e.bytes })?;
         fill(table.words_as_bytes_mut()).map_err(FromPartsError::Fill)?;
         // A reserved tag would read as a forwarded bucket or a tag no key
         // has, and a tag outside its region sends `alt` out of the table:
         // refuse both rather than run on a table the protocol never made.
-        let region_len = m0 as usize;
-        let region_mask = geo.region_mask();
+        let region_len = geo.m0() as usize;
         // Native-endian words of a table no other thread sees yet: read as
         // plain bytes, so the pass vectorises (atomic loads would not).
         let bytes: &[u8] = table.words_as_bytes_mut();
@@ -134,16 +121,13 @@ impl CuckooFilter {
         .find_map(|(region, run)| {
             let region = region as u64;
             let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().expect("8 bytes"));
-            let flagged = run.chunks_exact(8).map(word).fold(0, |acc, w| {
-                acc | bucket::invalid_bits::<L>(w)
-                    | bucket::lanes_not_matching::<L>(w, region_mask, region)
-            });
-            if flagged == 0 {
+            let flawed = |w| geo.flaws::<L>(region, w);
+            if run.chunks_exact(8).map(word).fold(0, |acc, w| acc | flawed(w)) == 0 {
                 return None;
             }
             run.chunks_exact(8)
                 .map(word)
-                .position(|w| !(bucket::is_valid::<L>(w) && geo.holds::<L>(region, w)))
+                .position(|w| flawed(w) != 0)
                 .map(|i| region as usize * region_len + i)
         }));
         if let Some(bucket) = bad {
@@ -189,8 +173,7 @@ mod tests {
             f.layout,
             f.hasher.clone(),
             f.policy,
-            m0,
-            generation,
+            Geometry::new(m0, generation),
             f.len() as u64,
             |dst| {
                 dst.copy_from_slice(&bytes);
@@ -243,8 +226,7 @@ mod tests {
             l,
             KeyHasher::new(0),
             Default::default(),
-            64,
-            2,
+            Geometry::new(64, 2),
             2,
             put(70, own)
         )
@@ -254,8 +236,7 @@ mod tests {
                 l,
                 KeyHasher::new(0),
                 Default::default(),
-                64,
-                2,
+                Geometry::new(64, 2),
                 2,
                 put(69, own | (0x0006 << 32))
             ),
@@ -266,8 +247,7 @@ mod tests {
                 l,
                 KeyHasher::new(0),
                 Default::default(),
-                64,
-                2,
+                Geometry::new(64, 2),
                 2,
                 put(3, own)
             ),
@@ -278,8 +258,7 @@ mod tests {
                 LayoutKind::Tags12x5,
                 KeyHasher::new(0),
                 Default::default(),
-                64,
-                1,
+                Geometry::new(64, 1),
                 1,
                 put(10, 0x001 << 48)
             ),
@@ -299,8 +278,7 @@ mod tests {
                 l,
                 KeyHasher::new(0),
                 Default::default(),
-                64,
-                0,
+                Geometry::new(64, 0),
                 0,
                 forwarded
             ),
@@ -315,8 +293,7 @@ mod tests {
                 LayoutKind::Tags12x5,
                 KeyHasher::new(0),
                 Default::default(),
-                64,
-                0,
+                Geometry::new(64, 0),
                 0,
                 high_bits
             ),
@@ -325,37 +302,17 @@ mod tests {
     }
 
     #[test]
-    fn bad_parts_are_refused_before_allocating() {
-        let l = LayoutKind::Tags16x4;
+    fn a_table_the_allocator_refuses_is_an_error() {
+        // 2^44 buckets pass `Geometry::checked`, and the allocator refuses
+        // them before `fill` runs.
         let never = |_: &mut [u8]| -> std::io::Result<()> { panic!("must not fill") };
-        assert!(matches!(
-            CuckooFilter::from_parts(l, KeyHasher::new(0), Default::default(), 63, 0, 0, never),
-            Err(FromPartsError::BadM0(63))
-        ));
+        let geo = Geometry::checked(1 << 32, 12, 16).unwrap();
         assert!(matches!(
             CuckooFilter::from_parts(
-                l,
+                LayoutKind::Tags16x4,
                 KeyHasher::new(0),
                 Default::default(),
-                1 << 40,
-                0,
-                0,
-                never
-            ),
-            Err(FromPartsError::BadM0(_))
-        ));
-        assert!(matches!(
-            CuckooFilter::from_parts(l, KeyHasher::new(0), Default::default(), 64, 13, 0, never),
-            Err(FromPartsError::BadGeneration(13))
-        ));
-        // 2^44 buckets pass the checks, and the allocator refuses them.
-        assert!(matches!(
-            CuckooFilter::from_parts(
-                l,
-                KeyHasher::new(0),
-                Default::default(),
-                1 << 32,
-                12,
+                geo,
                 0,
                 never
             ),

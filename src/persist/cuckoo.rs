@@ -160,12 +160,6 @@ impl WordCheck {
 
     /// `bytes`: words of region `region`, starting at word `self.words`.
     fn absorb_run<L: Layout>(&mut self, bytes: &[u8], region: u64) {
-        let lane_bits = L::TAG_BITS * L::LANES;
-        let outside = if lane_bits == 64 {
-            0
-        } else {
-            !0u64 << lane_bits
-        };
         let mask = self.geo.region_mask();
         let words = || bytes.chunks_exact(8).map(stream::le_word);
         // One branch-free pass in the common case; a second only to find a
@@ -175,11 +169,11 @@ impl WordCheck {
         if bad != 0 && self.first_bad.is_none() {
             self.first_bad = words().enumerate().find_map(|(i, w)| {
                 let at = self.words + i as u64;
-                if w & outside != 0 {
+                if w & !L::LANES_MASK != 0 {
                     Some((at, "bits above the last tag lane are set"))
                 } else if bucket::count::<L>(w, L::TAG_MASK) != 0 {
                     Some((at, "a lane holds the reserved all-ones tag"))
-                } else if !self.geo.holds::<L>(region, w) {
+                } else if self.geo.flaws::<L>(region, w) != 0 {
                     Some((
                         at,
                         "a tag lies outside its region (no key's buckets are there)",
@@ -222,7 +216,7 @@ impl PayloadCheck for WordCheck {
 /// Occupied slots in the little-endian bucket words `bytes`, and a
 /// non-zero mask if some word holds the reserved all-ones tag, bits above
 /// its last lane, or a tag whose bits under `region_mask` are not `region`
-/// (`Geometry::holds`, for words of one region).
+/// (`Geometry::flaws`, for words of one region).
 ///
 /// SWAR without a popcount (x86-64's baseline has none, and a software
 /// `count_ones` per word halves the save speed): each word adds 1 to a
@@ -245,19 +239,17 @@ fn scan_in<L: Layout, const REGIONS: bool>(
     region: u64,
 ) -> (u64, u64) {
     const BLOCK: usize = 2048;
-    // High bit of each lane of `x` that is zero (no borrow between lanes:
-    // the low bits plus all-ones-below-high carry into the high bit only).
-    let zero_lanes = |x: u64| !(((x & L::BELOW_HIGH) + L::BELOW_HIGH) | x) & L::HIGH;
     let mut empty = 0u64;
     let mut bad = 0u64;
     for block in bytes.chunks(BLOCK * 8) {
         let mut lanes = 0u64;
         for w in block.chunks_exact(8).map(stream::le_word) {
-            lanes += zero_lanes(w) >> (L::TAG_BITS - 1);
-            bad |= bucket::invalid_bits::<L>(w);
-            if REGIONS {
-                bad |= bucket::lanes_not_matching::<L>(w, region_mask, region);
-            }
+            lanes += bucket::zero_lanes::<L>(w) >> (L::TAG_BITS - 1);
+            bad |= if REGIONS {
+                bucket::flaws::<L>(w, region_mask, region)
+            } else {
+                bucket::invalid_bits::<L>(w)
+            };
         }
         for lane in 0..L::LANES {
             empty += (lanes >> (lane * L::TAG_BITS)) & L::TAG_MASK;
@@ -282,12 +274,6 @@ fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
 
 fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
     match e {
-        // `shape` already refused these; kept for a loader that skipped it.
-        FromPartsError::BadM0(m0) => LoadError::InvalidM0 { m0 },
-        FromPartsError::BadGeneration(_) => LoadError::InvalidGeneration {
-            generation: shape.geo.generation() as u8,
-            tag_bits: shape.layout.tag_bits() as u8,
-        },
         FromPartsError::Allocation { .. } => LoadError::AllocationFailed {
             bytes: shape.payload_len,
         },
@@ -326,8 +312,7 @@ impl Saved for CuckooFilter {
             shape.layout,
             KeyHasher::with_algorithm(h.seed, shape.algorithm),
             shape.policy,
-            shape.geo.m0(),
-            shape.geo.generation(),
+            shape.geo,
             count,
             fill,
         )
@@ -578,8 +563,8 @@ mod tests {
         );
     }
 
-    /// The scan's region check flags exactly the words that
-    /// `Geometry::holds` (the engine's definition) refuses.
+    /// The scan flags exactly the words that break the layout's rules or
+    /// hold a tag of another region, written out lane by lane.
     fn scan_matches_the_region_definition<L: Layout>(generation: u32) {
         let geo = Geometry::new(64, generation);
         let mut x = 0x2545_F491_4F6C_DD1Du64;
@@ -608,7 +593,13 @@ mod tests {
                 w |= tag << (lane * L::TAG_BITS);
             }
             let (_, bad) = scan::<L>(&words(&[w]), geo.region_mask(), region);
-            let valid = bucket::is_valid::<L>(w) && geo.holds::<L>(region, w);
+            // The definition lane by lane: no reserved tag, nothing above
+            // the lanes, every tag of this region.
+            let valid = w & !L::LANES_MASK == 0
+                && (0..L::LANES).all(|lane| {
+                    let tag = bucket::lane::<L>(w, lane);
+                    tag == 0 || (tag != L::TAG_MASK && tag & geo.region_mask() == region)
+                });
             assert_eq!(bad == 0, valid, "word {w:#x} in region {region}");
             refused += u32::from(!valid);
         }
@@ -616,7 +607,7 @@ mod tests {
     }
 
     #[test]
-    fn swar_scan_checks_regions_like_the_geometry() {
+    fn swar_scan_flags_exactly_the_words_the_rules_refuse() {
         for g in [1, 2, 5] {
             scan_matches_the_region_definition::<L16x4>(g);
         }
@@ -638,8 +629,7 @@ mod tests {
             l,
             KeyHasher::new(5),
             GrowthPolicy::default(),
-            128,
-            2,
+            Geometry::new(128, 2),
             0,
             |_| Ok(()),
         )

@@ -28,6 +28,8 @@ pub(crate) trait Layout: Copy + Send + Sync + 'static {
     const BELOW_HIGH: u64 = Self::HIGH - Self::LOW;
     /// Largest tag value the hash may produce (all-ones is reserved).
     const MAX_TAG: u64 = Self::TAG_MASK - 1;
+    /// Every bit of every lane; a bucket word never sets a bit outside it.
+    const LANES_MASK: u64 = u64::MAX >> (64 - Self::TAG_BITS * Self::LANES);
 }
 
 /// `lanes` copies of `value`, one every `bits` bits.
@@ -65,7 +67,7 @@ const _: () = assert!(L12x5::TAG_BITS >= 2 && L16x4::TAG_BITS >= 2);
 /// Bit mask with the high bit of every lane that is zero, exactly (no
 /// borrow leaks between lanes, unlike the classic `(x - LOW) & !x & HIGH`).
 #[inline(always)]
-fn zero_lanes<L: Layout>(word: u64) -> u64 {
+pub(crate) fn zero_lanes<L: Layout>(word: u64) -> u64 {
     // Per lane: the low bits plus all-ones-below-high carry into the high bit
     // iff any low bit is set; OR-ing the lane itself adds its high bit.
     let nonzero = ((word & L::BELOW_HIGH) + L::BELOW_HIGH) | word;
@@ -150,8 +152,9 @@ pub(crate) fn without_tag<L: Layout>(word: u64, tag: u64) -> Option<u64> {
 
 /// Whether `word` is a bucket this layout can produce: no lane holds the
 /// reserved all-ones tag (which also rules out the migration's forwarded
-/// marker) and no bit outside the lanes is set. For validating loaded data.
-#[inline]
+/// marker) and no bit outside the lanes is set. Loaded data is checked
+/// with [`flaws`]; the tests state the rule through this.
+#[cfg(test)]
 pub(crate) fn is_valid<L: Layout>(word: u64) -> bool {
     invalid_bits::<L>(word) == 0
 }
@@ -161,8 +164,7 @@ pub(crate) fn is_valid<L: Layout>(word: u64) -> bool {
 /// checking a whole table at memory speed.
 #[inline(always)]
 pub(crate) fn invalid_bits<L: Layout>(word: u64) -> u64 {
-    let lane_bits = u64::MAX >> (64 - L::TAG_BITS * L::LANES);
-    zero_lanes::<L>(!word) | (word & !lane_bits)
+    zero_lanes::<L>(!word) | (word & !L::LANES_MASK)
 }
 
 /// High-bit mask of the occupied lanes of `word` whose tag's bits under
@@ -173,6 +175,15 @@ pub(crate) fn lanes_not_matching<L: Layout>(word: u64, mask: u64, value: u64) ->
     let occupied = !zero_lanes::<L>(word) & L::HIGH;
     let differ = !zero_lanes::<L>((word & (mask * L::LOW)) ^ (value * L::LOW)) & L::HIGH;
     occupied & differ
+}
+
+/// Non-zero exactly when `word`, stored in a bucket of region `region`,
+/// is not one a filter writes there: [`invalid_bits`], or a tag whose
+/// bits under `region_mask` are not `region` (`Geometry::holds`). The one
+/// check loaded words pass, whether streamed from a file or in a table.
+#[inline(always)]
+pub(crate) fn flaws<L: Layout>(word: u64, region_mask: u64, region: u64) -> u64 {
+    invalid_bits::<L>(word) | lanes_not_matching::<L>(word, region_mask, region)
 }
 
 /// The tag in lane `lane` (0 if empty).
@@ -361,5 +372,7 @@ mod tests {
         assert_eq!(L12x5::HIGH >> 60, 0, "12x5 leaves the top 4 bits unused");
         assert_eq!(L16x4::MAX_TAG, 0xFFFE);
         assert_eq!(L12x5::MAX_TAG, 0xFFE);
+        assert_eq!(L16x4::LANES_MASK, u64::MAX);
+        assert_eq!(L12x5::LANES_MASK, (1 << 60) - 1);
     }
 }

@@ -258,9 +258,52 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
     };
     pause::here(pause::Point::HopHeld, here);
 
-    // Copy first. Under the stripe no other writer can move or remove this
-    // tag, so "src holds it" stays true once checked; only room in `dst`
-    // can be lost to a racing plain insert.
+    // Copy first, then step the stripe, then clear the source.
+    copy::<L>(t, src, dst, tag, shard)?;
+    // The step: between the copy and the clear, so a reader that loaded
+    // the destination before the copy and sees the clear below reads a
+    // changed stripe.
+    lock.copied();
+    pause::here(pause::Point::HopCopied, here);
+    clear_source::<L>(t, src, tag, shard)
+}
+
+/// The last step of a hop, after the copy and the stripe's step: clear
+/// the source. Its Release half is what a validating reader synchronises
+/// with when it sees the tag gone, and program order puts the stripe's
+/// step before it.
+#[inline(always)]
+fn clear_source<L: Layout>(
+    t: &Table,
+    src: usize,
+    tag: u64,
+    shard: &Shard,
+) -> Result<(), HopFailure> {
+    let cleared = take::<L>(t.word(src), tag, shard);
+    // Under the stripe nothing can take the tag from `src`: removes and
+    // moves of it hold this stripe, `clear` holds every stripe, and a
+    // migration forwards `src` only once every stripe is sealed, which
+    // cannot happen to this one before this hold ends.
+    debug_assert!(
+        cleared,
+        "a tag left its source while its pair's stripe was held"
+    );
+    shard.bump(&shard.displacements);
+    Ok(())
+}
+
+/// The copy half of a hop: `tag` into a free lane of `dst`, while `src`
+/// still holds it. Copy first: under the stripe no other writer can move
+/// or remove this tag, so "src holds it" stays true once checked; only
+/// room in `dst` can be lost to a racing plain insert.
+#[inline(always)]
+fn copy<L: Layout>(
+    t: &Table,
+    src: usize,
+    dst: usize,
+    tag: u64,
+    shard: &Shard,
+) -> Result<(), HopFailure> {
     // Relaxed: the value the CAS compares against; the stripe's Acquire
     // already ordered this hold after earlier moves.
     let mut dst_word = t.word(dst).load(Ordering::Relaxed);
@@ -288,32 +331,13 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
             Ordering::Release,
             Ordering::Relaxed,
         ) {
-            Ok(_) => break,
+            Ok(_) => return Ok(()),
             Err(seen) => {
                 shard.bump(&shard.cas_retries);
                 dst_word = seen;
             }
         }
     }
-    // The step: between the copy and the clear, so a reader that loaded
-    // the destination before the copy and sees the clear below reads a
-    // changed stripe.
-    lock.copied();
-    pause::here(pause::Point::HopCopied, here);
-    // Then clear the source. Its Release half is what a validating reader
-    // synchronises with when it sees the tag gone, and program order puts
-    // the stripe's step before it.
-    let cleared = take::<L>(t.word(src), tag, shard);
-    // Under the stripe nothing can take the tag from `src`: removes and
-    // moves of it hold this stripe, `clear` holds every stripe, and a
-    // migration forwards `src` only once every stripe is sealed, which
-    // cannot happen to this one before this hold ends.
-    debug_assert!(
-        cleared,
-        "a tag left its source while its pair's stripe was held"
-    );
-    shard.bump(&shard.displacements);
-    Ok(())
 }
 
 /// `move_tag` with the loom canaries' deliberately broken hops: a hop that
@@ -363,43 +387,7 @@ mod broken {
             };
         }
 
-        // Copy first. Under the stripe no other writer can move or remove this
-        // tag, so "src holds it" stays true once checked; only room in `dst`
-        // can be lost to a racing plain insert.
-        // Relaxed: the value the CAS compares against; the stripe's Acquire
-        // already ordered this hold after earlier moves.
-        let mut dst_word = t.word(dst).load(Ordering::Relaxed);
-        loop {
-            // A forwarded `dst` has no free lane: the hop is stale, and the
-            // search that follows finds the migration.
-            let Some(next) = bucket::with_tag::<L>(dst_word, tag) else {
-                return Err(HopFailure::Stale);
-            };
-            // Relaxed: every remove or move of this tag happened under this
-            // stripe, so the stripe's Acquire (paired with the previous
-            // holder's Release) already makes it visible here.
-            if !bucket::contains::<L>(t.word(src).load(Ordering::Relaxed), tag) {
-                return Err(HopFailure::Stale);
-            }
-            // Release: a `count` whose bucket load sees this copy synchronises
-            // with it, so its last stripe load sees the take that marked this
-            // tag in flight (or later), and it reads again rather than count
-            // the copy twice. (A reader that sees the source cleared sees this
-            // copy through the clearing CAS's Release.) No Acquire, on success
-            // or failure: the value replaced or seen only feeds the next try.
-            match t.word(dst).compare_exchange_weak(
-                dst_word,
-                next,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(seen) => {
-                    shard.bump(&shard.cas_retries);
-                    dst_word = seen;
-                }
-            }
-        }
+        copy::<L>(t, src, dst, tag, shard)?;
         // The step: between the copy and the clear, so a reader that loaded
         // the destination before the copy and sees the clear below reads a
         // changed stripe.
@@ -408,19 +396,6 @@ mod broken {
             lock.copied();
         }
         pause::here(pause::Point::HopCopied, here);
-        // Then clear the source. Its Release half is what a validating reader
-        // synchronises with when it sees the tag gone, and program order puts
-        // the stripe's step before it.
-        let cleared = take::<L>(t.word(src), tag, shard);
-        // Under the stripe nothing can take the tag from `src`: removes and
-        // moves of it hold this stripe, `clear` holds every stripe, and a
-        // migration forwards `src` only once every stripe is sealed, which
-        // cannot happen to this one before this hold ends.
-        debug_assert!(
-            cleared,
-            "a tag left its source while its pair's stripe was held"
-        );
-        shard.bump(&shard.displacements);
-        Ok(())
+        clear_source::<L>(t, src, tag, shard)
     }
 }

@@ -304,7 +304,6 @@ pub fn run<F: CliFilter + ?Sized>(
         drop(to_workers);
         drop(to_writer);
 
-        let mut totals = Totals::default();
         let mut exact = ExactTotals::default();
         let mut worker_error = None;
         for w in workers {
@@ -322,12 +321,8 @@ pub fn run<F: CliFilter + ?Sized>(
         if let Some(e) = worker_error {
             return Err(e);
         }
-        let written = write_result?;
+        let mut totals = write_result?;
         totals.bytes_in = read_result?;
-        totals.records_in = written.records_in;
-        totals.records_out = written.records_out;
-        totals.missing_field = written.missing_field;
-        totals.new_keys = written.new_keys;
         Ok((totals, options.exact.map(|_| exact)))
     })
 }
@@ -509,22 +504,14 @@ fn full_error<F: CliFilter + ?Sized>(e: InsertError, filter: &F) -> anyhow::Erro
     )
 }
 
-/// What the writer counted.
-#[derive(Default)]
-struct Written {
-    records_in: u64,
-    records_out: u64,
-    missing_field: u64,
-    new_keys: u64,
-}
-
-/// Writes the kept records of every chunk, in input order.
+/// Writes the kept records of every chunk, in input order; counts all
+/// but the bytes read.
 fn write(
     output: &mut (dyn Write + Send),
     chunks: Receiver<Arc<Chunk<'_>>>,
     verdicts: Vec<Receiver<Verdict>>,
-) -> anyhow::Result<Written> {
-    let mut w = Written::default();
+) -> anyhow::Result<Totals> {
+    let mut w = Totals::default();
     let mut keep: Vec<Vec<u64>> = Vec::new();
     for chunk in chunks {
         keep.clear();

@@ -117,14 +117,7 @@ fn throughput(
             ("sans-serif", 16).into_font().color(&GROWTH_COLOR),
         )))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font(("sans-serif", 17))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 fn latency(
@@ -190,9 +183,17 @@ fn latency(
             });
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 5, color.filled())))?;
     }
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+/// The series' legend box, alike in both charts.
+fn legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> DrawResult {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .label_font(("sans-serif", 17))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))

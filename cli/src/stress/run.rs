@@ -73,6 +73,20 @@ struct WorkerResult {
     check: CheckReport,
 }
 
+impl WorkerResult {
+    /// Runs `call`, counts it as `op`, and records its latency if `timed`.
+    #[inline(always)]
+    fn op<R>(&mut self, op: Op, timed: bool, call: impl FnOnce() -> R) -> R {
+        let t0 = timed.then(Instant::now);
+        let out = call();
+        if let Some(t0) = t0 {
+            self.latency[op as usize].record(t0.elapsed().as_nanos() as u64);
+        }
+        self.ops[op as usize] += 1;
+        out
+    }
+}
+
 /// Runs the stress test on `filter` (which must be empty).
 ///
 /// # Errors
@@ -304,12 +318,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
             Op::Read => {
                 let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
                 let before = truth.before(k);
-                let t0 = timed.then(Instant::now);
-                let hit = f.contains_hash(h);
-                if let Some(t0) = t0 {
-                    r.latency[Op::Read as usize].record(t0.elapsed().as_nanos() as u64);
-                }
-                r.ops[Op::Read as usize] += 1;
+                let hit = r.op(Op::Read, timed, || f.contains_hash(h));
                 if before.present() {
                     r.check.checked_reads += 1;
                     if !hit && truth.unchanged(k, before) {
@@ -325,12 +334,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
                 let k = own_key(k, t as u64, threads, items);
                 let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
                 let before = truth.own(k);
-                let t0 = timed.then(Instant::now);
-                let result = f.insert_unique_hash(h);
-                if let Some(t0) = t0 {
-                    r.latency[Op::Insert as usize].record(t0.elapsed().as_nanos() as u64);
-                }
-                r.ops[Op::Insert as usize] += 1;
+                let result = r.op(Op::Insert, timed, || f.insert_unique_hash(h));
                 match result {
                     Ok(true) if before.present() => {
                         // It was in, and the filter did not find it.
@@ -361,12 +365,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
                 // The truth says absent before the remove starts, so that
                 // readers never blame the filter for a key being removed.
                 truth.set(k, truth.own(k), false);
-                let t0 = timed.then(Instant::now);
-                let removed = f.remove_hash(h);
-                if let Some(t0) = t0 {
-                    r.latency[Op::Remove as usize].record(t0.elapsed().as_nanos() as u64);
-                }
-                r.ops[Op::Remove as usize] += 1;
+                let removed = r.op(Op::Remove, timed, || f.remove_hash(h));
                 if removed == Some(false) {
                     r.check.write_false_negatives += 1;
                     r.check.example(k);

@@ -37,6 +37,31 @@ pub fn assert_one_line_error(args: &[&str], needle: &str) {
     assert!(!stderr.contains("panicked"), "koel {args:?}: {stderr}");
 }
 
+/// Runs `koel build --input KEYS --output OUT` and asserts it succeeded.
+pub fn build(keys: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
+    koel()
+        .args(["build", "--input"])
+        .arg(keys)
+        .arg("--output")
+        .arg(out)
+        .assert()
+        .success()
+}
+
+/// Runs `koel args` and asserts a failed check: exit status 1, one line
+/// on stderr containing `needle`, and no panic.
+pub fn assert_check_fails(args: &[&std::ffi::OsStr], needle: &str) {
+    let out = koel().args(args).output().expect("koel runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// How many of `n` keys never inserted (`nobody-0`, `nobody-1`, ...) `koel
 /// query FILE` answers "maybe" for, given on stdin.
 pub fn query_maybes(file: &std::path::Path, n: usize) -> usize {
