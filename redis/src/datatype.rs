@@ -109,7 +109,7 @@ impl Saved for Partial {
             Some(2) => Kind::Bloom,
             _ => return Err("unknown partial kind".into()),
         };
-        let total = encoding::announced_len(kind, &bytes[1..])?;
+        let (total, _) = encoding::header(kind, &bytes[1..])?;
         if bytes.len() as u64 > total {
             return Err("a partial load longer than its filter".into());
         }

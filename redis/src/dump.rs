@@ -106,7 +106,8 @@ fn loadchunk<T: Saved>(
         partial.bytes.clone()
     };
     bytes.extend_from_slice(data);
-    let total = encoding::announced_len(kind, &bytes).map_err(|_| err("Invalid header"))?;
+    let (total, _) = encoding::header(kind, &bytes)
+        .map_err(|reason| RedisError::String(format!("Invalid header: {reason}")))?;
     if (bytes.len() as u64) < total {
         // Not complete: keep what arrived (replacing any earlier partial).
         key.delete()?;

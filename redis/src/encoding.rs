@@ -55,44 +55,45 @@ pub fn encode(
     Ok(out)
 }
 
-/// The total length an encoding announces, from its first
-/// [`PREFIX`] bytes (for reassembling chunks), after checking magic,
-/// kind and version.
-pub fn announced_len(kind: Kind, prefix: &[u8]) -> Result<u64, String> {
-    if prefix.len() < PREFIX {
+/// Checks the header at the start of `bytes` (magic, kind, version,
+/// field length, checksum) and returns the total length it announces and
+/// where the payload starts. Needs only the header's bytes, so a first
+/// LOADCHUNK chunk is checked before it is kept.
+pub fn header(kind: Kind, bytes: &[u8]) -> Result<(u64, usize), String> {
+    if bytes.len() < PREFIX {
         return Err("too short for a header".into());
     }
-    if &prefix[..8] != MAGIC {
+    if &bytes[..8] != MAGIC {
         return Err("not a koel filter (bad magic)".into());
     }
-    if prefix[8] != kind as u8 {
+    if bytes[8] != kind as u8 {
         return Err("another filter kind".into());
     }
-    if prefix[9] != VERSION || prefix[10..12] != [0, 0] {
-        return Err(format!("unsupported encoding version {}", prefix[9]));
+    if bytes[9] != VERSION || bytes[10..12] != [0, 0] {
+        return Err(format!("unsupported encoding version {}", bytes[9]));
     }
-    Ok(u64_at(prefix, 16))
+    let n = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+    if n > MAX_FIELDS || PREFIX + n + 8 > bytes.len() {
+        return Err("header longer than the bytes".into());
+    }
+    let sum_at = PREFIX + n;
+    if xxh3_64(&bytes[..sum_at]) != u64_at(bytes, sum_at) {
+        return Err("header checksum mismatch".into());
+    }
+    Ok((u64_at(bytes, 16), sum_at + 8))
 }
 
 /// Checks the header of `bytes` and returns the kind's fields and the
 /// payload.
 pub fn decode(kind: Kind, bytes: &[u8]) -> Result<(&[u8], &[u8]), String> {
-    let total = announced_len(kind, bytes)?;
+    let (total, payload_at) = header(kind, bytes)?;
     if total != bytes.len() as u64 {
         return Err(format!(
             "length {} but the header says {total}",
             bytes.len()
         ));
     }
-    let n = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
-    if n > MAX_FIELDS || PREFIX + n + 8 > bytes.len() {
-        return Err("header fields longer than the payload".into());
-    }
-    let sum_at = PREFIX + n;
-    if xxh3_64(&bytes[..sum_at]) != u64_at(bytes, sum_at) {
-        return Err("header checksum mismatch".into());
-    }
-    Ok((&bytes[PREFIX..sum_at], &bytes[sum_at + 8..]))
+    Ok((&bytes[PREFIX..payload_at - 8], &bytes[payload_at..]))
 }
 
 /// The little-endian `u64` at `at` (the caller checked the bounds).
