@@ -221,3 +221,91 @@ pub fn scandump(c: &mut redis::Connection, command: &str, key: &str) -> Vec<(i64
 pub fn item(i: u64) -> Vec<u8> {
     format!("item:{i}").into_bytes()
 }
+
+/// What a filter key answers and is: its SCANDUMP bytes and, for items
+/// `0..n` (inserted or not), `CF.COUNT` (cuckoo) or `BF.EXISTS` (Bloom).
+#[derive(Debug, PartialEq)]
+pub struct Answers {
+    pub bytes: Vec<(i64, Vec<u8>)>,
+    pub answers: Vec<i64>,
+}
+
+pub fn answers(c: &mut redis::Connection, bloom: bool, key: &str, n: u64) -> Answers {
+    let (dump, ask) = if bloom {
+        ("BF.SCANDUMP", "BF.EXISTS")
+    } else {
+        ("CF.SCANDUMP", "CF.COUNT")
+    };
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd(ask).arg(key).arg(item(i));
+    }
+    Answers {
+        bytes: scandump(c, dump, key),
+        answers: pipe.query(c).expect("pipelined lookups"),
+    }
+}
+
+/// Sends `command key item(i)` for each `i`, one at a time; returns the
+/// replies, errors as -2 (a pipeline reply with an error element is an
+/// error as a whole in this client).
+pub fn each_checked(
+    c: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    items: impl Iterator<Item = u64>,
+) -> Vec<i64> {
+    items
+        .map(|i| {
+            redis::cmd(command)
+                .arg(key)
+                .arg(item(i))
+                .query::<i64>(c)
+                .unwrap_or(-2)
+        })
+        .collect()
+}
+
+/// Sends `command key item(i)` for each `i`, pipelined; returns the
+/// replies. Panics on an error reply.
+pub fn each(
+    c: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    items: impl Iterator<Item = u64>,
+) -> Vec<i64> {
+    let mut pipe = redis::pipe();
+    for i in items {
+        pipe.cmd(command).arg(key).arg(item(i));
+    }
+    match pipe.query(c) {
+        Ok(v) => v,
+        Err(e) => panic!("{command}: {e}"),
+    }
+}
+
+/// Polls `INFO section` until it contains `needle`.
+pub fn wait_for_info(c: &mut redis::Connection, section: &str, needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info: String = redis::cmd("INFO").arg(section).query(c).expect("INFO");
+        if info.contains(needle) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "INFO {section} never showed {needle}: {info}"
+        );
+        sleep(Duration::from_millis(50));
+    }
+}
+
+/// An integer field of CF.INFO.
+pub fn cf_info(c: &mut redis::Connection, key: &str, name: &str) -> i64 {
+    let info: Vec<redis::Value> = redis::cmd("CF.INFO").arg(key).query(c).expect("CF.INFO");
+    let at = info
+        .iter()
+        .position(|v| matches!(v, redis::Value::SimpleString(s) if s == name))
+        .unwrap_or_else(|| panic!("CF.INFO has no {name}: {info:?}"));
+    redis::from_redis_value(&info[at + 1]).expect("an integer")
+}
