@@ -164,8 +164,9 @@ const fn methods<T: Saved>() -> raw::RedisModuleTypeMethods {
     }
 }
 
-// Type names are exactly 9 characters; RedisBloom's are MBbloomCF and
-// MBbloom--, so both modules can be loaded side by side.
+// Type names are exactly 9 characters. RedisBloom's are MBbloomCF and
+// MBbloom--: an RDB file holding RedisBloom's values names a type this
+// module does not register, so Redis refuses it instead of misreading it.
 pub static CF_TYPE: RedisType = RedisType::new("koel---CF", ENCODING_VERSION, methods::<CfKey>());
 pub static BF_TYPE: RedisType = RedisType::new("koel---BF", ENCODING_VERSION, methods::<BfKey>());
 pub static PARTIAL_TYPE: RedisType =
