@@ -96,8 +96,11 @@ impl BfKey {
         if self.contains(item) {
             return Ok(false);
         }
-        let last = self.layers.len() - 1;
-        if self.layers[last].items >= self.layers[last].filter.capacity() as u64 {
+        let full = self
+            .layers
+            .last()
+            .is_none_or(|l| l.items >= l.filter.capacity() as u64);
+        if full {
             if self.options.expansion == 0 {
                 return Err(AddError::Full);
             }
@@ -108,7 +111,10 @@ impl BfKey {
                 .map_err(AddError::Layer)?;
             self.layers.push(Layer { filter, items: 0 });
         }
-        let last = self.layers.last_mut().expect("a chain has a layer");
+        // `create` and `decode` never make an empty chain.
+        let Some(last) = self.layers.last_mut() else {
+            return Err(AddError::Layer("no layer".into()));
+        };
         // `contains` said no: this insert sets a bit.
         last.filter.insert(item);
         last.items += 1;
