@@ -486,3 +486,26 @@ fn restore_of_a_corrupt_payload_is_refused_and_the_server_lives() {
     }
     assert_eq!(q::<String>(c, &[b"PING"]), "PONG");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn deleting_a_large_filter_returns_its_memory() {
+    if !common::redis_available("deleting_a_large_filter_returns_its_memory") {
+        return;
+    }
+    let s = Server::start(&[]);
+    let c = &mut s.connection();
+    // 8M items: a 16 MiB table, which koel maps itself (mmap), outside
+    // Redis's allocator; 400k adds touch every page of it.
+    q::<String>(c, &[b"CF.RESERVE", b"big", b"8000000"]);
+    common::each(c, "CF.ADD", "big", 0..400_000);
+    let usage: i64 = q(c, &[b"MEMORY", b"USAGE", b"big"]);
+    assert!(usage > 16_000_000, "MEMORY USAGE {usage}");
+    let before = s.rss_bytes();
+    assert_eq!(q::<i64>(c, &[b"DEL", b"big"]), 1);
+    let after = s.rss_bytes();
+    assert!(
+        before - after.min(before) > 14 << 20,
+        "RSS {before} -> {after} after DEL"
+    );
+}
