@@ -509,3 +509,47 @@ fn deleting_a_large_filter_returns_its_memory() {
         "RSS {before} -> {after} after DEL"
     );
 }
+
+#[test]
+fn resp3_replies_are_booleans_where_redisbloom_gives_booleans() {
+    if !common::redis_available("resp3_replies_are_booleans_where_redisbloom_gives_booleans") {
+        return;
+    }
+    let s = Server::start(&[]);
+    let url = format!("redis://127.0.0.1:{}/?protocol=resp3", s.port);
+    let c = &mut redis::Client::open(url)
+        .and_then(|cl| cl.get_connection())
+        .expect("RESP3 connection");
+    let v = |c: &mut redis::Connection, args: &[&str]| -> Value {
+        redis::cmd(args[0]).arg(&args[1..]).query(c).expect("reply")
+    };
+    assert_eq!(v(c, &["CF.ADD", "k", "a"]), Value::Boolean(true));
+    assert_eq!(v(c, &["CF.ADDNX", "k", "a"]), Value::Boolean(false));
+    assert_eq!(v(c, &["CF.EXISTS", "k", "a"]), Value::Boolean(true));
+    assert_eq!(
+        v(c, &["CF.MEXISTS", "k", "a", "zz"]),
+        Value::Array(vec![Value::Boolean(true), Value::Boolean(false)])
+    );
+    assert_eq!(v(c, &["CF.COUNT", "k", "a"]), Value::Int(1));
+    assert_eq!(v(c, &["CF.DEL", "k", "a"]), Value::Boolean(true));
+    // CF.INSERTNX stays integers (RedisBloom: 1, 0, -1).
+    assert_eq!(
+        v(c, &["CF.INSERTNX", "k", "ITEMS", "b", "b"]),
+        Value::Array(vec![Value::Int(1), Value::Int(0)])
+    );
+    // CF.INSERT: true, and false for a refused item.
+    q::<String>(c, &[b"CF.RESERVE", b"f", b"8", b"EXPANSION", b"0"]);
+    // (koel's smallest table holds a few hundred items.)
+    let items: Vec<String> = (0..2000).map(|i| format!("x{i}")).collect();
+    let mut args = vec!["CF.INSERT", "f", "ITEMS"];
+    args.extend(items.iter().map(String::as_str));
+    let Value::Array(r) = v(c, &args) else {
+        panic!("an array")
+    };
+    assert!(
+        r.contains(&Value::Boolean(true)) && r.contains(&Value::Boolean(false)),
+        "{r:?}"
+    );
+    assert_eq!(v(c, &["BF.ADD", "b", "a"]), Value::Boolean(true));
+    assert_eq!(v(c, &["BF.EXISTS", "b", "a"]), Value::Boolean(true));
+}
