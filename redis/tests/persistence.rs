@@ -85,3 +85,34 @@ fn aof_restart_with_rdb_preamble_restores_the_same_filters() {
     }
     aof_restart("yes");
 }
+
+#[test]
+fn a_half_loaded_filter_survives_reload_and_aof_restart_then_completes() {
+    if !common::redis_available(
+        "a_half_loaded_filter_survives_reload_and_aof_restart_then_completes",
+    ) {
+        return;
+    }
+    let mut s = Server::start(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let c = &mut s.connection();
+    each(c, "CF.ADD", "src", 0..3000);
+    let chunks = common::scandump(c, "CF.SCANDUMP", "src");
+    let bytes: Vec<u8> = chunks.into_iter().flat_map(|(_, d)| d).collect();
+    // Any contiguous split is a valid chunk sequence: send the first 300
+    // bytes, then restart twice with the key half loaded.
+    let (head, tail) = bytes.split_at(300);
+    q::<String>(c, &[b"CF.LOADCHUNK", b"dst", b"300", head]);
+    q::<String>(c, &[b"DEBUG", b"RELOAD"]);
+    q::<String>(c, &[b"BGREWRITEAOF"]);
+    wait_for_info(c, "persistence", "aof_rewrite_in_progress:0");
+    wait_for_info(c, "persistence", "aof_rewrite_scheduled:0");
+    s.restart();
+    let c = &mut s.connection();
+    assert!(common::error(c, &[b"CF.EXISTS", b"dst", &common::item(1)]).starts_with("WRONGTYPE"));
+    let end = bytes.len().to_string();
+    q::<String>(c, &[b"CF.LOADCHUNK", b"dst", end.as_bytes(), tail]);
+    assert_eq!(
+        answers(c, false, "dst", 6000),
+        answers(c, false, "src", 6000)
+    );
+}
