@@ -9,6 +9,7 @@
 use crate::args::{self, err};
 use crate::bfkey::{AddError, BfKey, Options};
 use crate::datatype::BF_TYPE;
+use crate::keys;
 use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -18,8 +19,7 @@ const MAX_EXPANSION: i64 = 32768;
 const ERROR_RATE_CAP: f64 = 0.25;
 
 fn writable<'a>(key: &RedisKeyWritable) -> Result<Option<&'a mut BfKey>, RedisError> {
-    key.get_value::<BfKey>(&BF_TYPE)
-        .map_err(|_| RedisError::WrongType)
+    keys::writable(key, &BF_TYPE)
 }
 
 fn reading<R>(
@@ -27,11 +27,7 @@ fn reading<R>(
     key: &RedisString,
     f: impl FnOnce(Option<&BfKey>) -> R,
 ) -> Result<R, RedisError> {
-    let k = ctx.open_key(key);
-    let v = k
-        .get_value::<BfKey>(&BF_TYPE)
-        .map_err(|_| RedisError::WrongType)?;
-    Ok(f(v))
+    keys::reading(ctx, key, &BF_TYPE, f)
 }
 
 /// BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [SEED n]

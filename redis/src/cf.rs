@@ -12,6 +12,7 @@
 use crate::args::{self, err};
 use crate::cfkey::{CfKey, Options};
 use crate::datatype::CF_TYPE;
+use crate::keys;
 use koel::InsertError;
 use redis_module::{
     key::RedisKeyWritable, Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue,
@@ -20,23 +21,16 @@ use redis_module::{
 /// The largest capacity RedisBloom accepts.
 const MAX_CAPACITY: i64 = 1 << 30;
 
-/// The filter at a writable key: `None` if the key is empty.
 fn writable<'a>(key: &RedisKeyWritable) -> Result<Option<&'a mut CfKey>, RedisError> {
-    key.get_value::<CfKey>(&CF_TYPE)
-        .map_err(|_| RedisError::WrongType)
+    keys::writable(key, &CF_TYPE)
 }
 
-/// Runs `f` on the filter at `key`, if any, for the read-only commands.
 fn reading<R>(
     ctx: &Context,
     key: &RedisString,
     f: impl FnOnce(Option<&CfKey>) -> R,
 ) -> Result<R, RedisError> {
-    let k = ctx.open_key(key);
-    let v = k
-        .get_value::<CfKey>(&CF_TYPE)
-        .map_err(|_| RedisError::WrongType)?;
-    Ok(f(v))
+    keys::reading(ctx, key, &CF_TYPE, f)
 }
 
 fn resp3(ctx: &Context) -> bool {

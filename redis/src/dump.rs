@@ -20,6 +20,7 @@ use crate::bfkey::BfKey;
 use crate::cfkey::CfKey;
 use crate::datatype::{Partial, Saved, BF_TYPE, CF_TYPE, CHUNK, PARTIAL_TYPE};
 use crate::encoding::{self, Kind};
+use crate::keys;
 use redis_module::native_types::RedisType;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -51,15 +52,10 @@ fn scandump<T: Saved>(ctx: &Context, args: Vec<RedisString>, ty: &RedisType) -> 
     let Ok(start) = usize::try_from(pos) else {
         return Err(err("Invalid position"));
     };
-    let key = ctx.open_key(&args[1]);
-    let value = key
-        .get_value::<T>(ty)
-        .map_err(|_| RedisError::WrongType)?
-        .ok_or_else(|| err("ERR not found"))?;
     // Re-encoded on every call: O(filter) per chunk, no state between
     // calls (a chunk size of 16 MiB keeps the calls few).
-    let bytes = value
-        .encode()
+    let bytes = keys::reading(ctx, &args[1], ty, |v: Option<&T>| v.map(T::encode))?
+        .ok_or_else(|| err("ERR not found"))?
         .map_err(|_| err("ERR could not encode the filter"))?;
     if start >= bytes.len() {
         return Ok(RedisValue::Array(vec![

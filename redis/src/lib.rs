@@ -5,7 +5,7 @@
 //! table against RedisBloom and the guarantees.
 //!
 //! One file per concept: `args` (parsing), `encoding` (the saved bytes),
-//! `cfkey` / `bfkey` (the values), `datatype` (RDB, AOF, COPY, MEMORY
+//! `cfkey` / `bfkey` (the values), `keys` (opening them), `datatype` (RDB, AOF, COPY, MEMORY
 //! callbacks), `cf` / `bf` (commands), `dump` (SCANDUMP / LOADCHUNK).
 
 // Unit tests build without the module registration, so the command
@@ -20,6 +20,7 @@ mod cfkey;
 mod datatype;
 mod dump;
 mod encoding;
+mod keys;
 
 #[cfg(not(test))]
 use datatype::{BF_TYPE, CF_TYPE, PARTIAL_TYPE};
