@@ -14,6 +14,9 @@ fn three_primary_cluster_routes_filter_commands_by_key() {
     }
     let nodes: Vec<Server> = (0..3)
         .map(|_| {
+            // The bus port by default is the port + 10000, past 65535 for
+            // a quarter of the ephemeral ports: name a free one.
+            let bus = common::free_port().to_string();
             Server::start(&[
                 "--cluster-enabled",
                 "yes",
@@ -21,6 +24,8 @@ fn three_primary_cluster_routes_filter_commands_by_key() {
                 "nodes.conf",
                 "--cluster-node-timeout",
                 "5000",
+                "--cluster-port",
+                &bus,
             ])
         })
         .collect();

@@ -88,11 +88,26 @@ impl Server {
             child: None,
             args,
         };
+        // Another process may take the free port before the server binds
+        // it: then try another.
+        for _ in 0..3 {
+            match s.try_launch() {
+                Ok(()) => return s,
+                Err(_) => s.port = free_port(),
+            }
+        }
         s.launch();
         s
     }
 
     fn launch(&mut self) {
+        if let Err(log) = self.try_launch() {
+            panic!("redis-server exited: {log}");
+        }
+    }
+
+    /// Starts the server and waits for PING; the log if it exited.
+    fn try_launch(&mut self) -> Result<(), String> {
         let log = std::fs::File::create(self.dir.path().join("redis.log")).expect("log file");
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
@@ -110,7 +125,7 @@ impl Server {
         loop {
             if let Ok(mut c) = self.try_connection() {
                 if redis::cmd("PING").query::<String>(&mut c).is_ok() {
-                    return;
+                    return Ok(());
                 }
             }
             if let Some(status) = self
@@ -118,7 +133,8 @@ impl Server {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
-                panic!("redis-server exited ({status}): {}", self.log());
+                self.child = None;
+                return Err(format!("({status}) {}", self.log()));
             }
             assert!(
                 Instant::now() < deadline,
