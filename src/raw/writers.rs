@@ -97,8 +97,8 @@ impl Writers {
     }
 
     /// Announces a write by this thread; call before loading the current
-    /// table. Nested writes of one thread (a `Pinned` handle's operations)
-    /// announce once.
+    /// table. A write nested in another of the same thread (an insert from
+    /// inside a snapshot's callback, say) announces nothing more.
     #[inline(always)]
     pub(crate) fn begin(&self) -> Writing<'_> {
         let slot = counters::thread_slot();
@@ -144,8 +144,8 @@ impl Writers {
     /// the table it belongs to is in progress: now, or at the end of the
     /// last such write. Call after installing the table's successor.
     pub(crate) fn release_when_quiet(&self, release: Release) {
-        // Pairs with `writer_fence` in `begin`: a writer whose
-        // announcement this scan misses loads the successor.
+        // Pairs with the fence in `begin`: a writer whose announcement
+        // this scan misses loads the successor.
         if !self.installer_fence() {
             // No barrier ran: the scan proves nothing, so the pages stay
             // until the filter drops (bounded: see `raw/tables.rs`).
