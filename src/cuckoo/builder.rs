@@ -7,7 +7,6 @@ use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
-use crate::raw::writers::Writers;
 
 /// Default capacity when none is given: about a million items (2.2 MB).
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -161,7 +160,7 @@ impl CuckooFilterBuilder {
             layout,
             hasher,
             counters: Counters::default(),
-            writers: Writers::new(self.policy.growth != Growth::Fixed),
+            writers: self.policy.writers(),
             policy: self.policy,
         };
         #[cfg(loom)]

@@ -9,6 +9,7 @@ use crate::raw::migrate::Helped;
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::table::Migration;
 use crate::raw::table::Table;
+use crate::raw::writers::Writers;
 use crate::sync::Backoff;
 
 /// Whether a full filter doubles its table.
@@ -38,6 +39,19 @@ pub(crate) struct GrowthPolicy {
     pub(crate) growth: Growth,
     pub(crate) max_memory: Option<usize>,
     pub(crate) max_false_positive_rate: f64,
+}
+
+impl GrowthPolicy {
+    /// Whether tables may be replaced (so writers must announce
+    /// themselves, `raw::writers`): every policy but `Fixed`.
+    pub(crate) fn replaces_tables(&self) -> bool {
+        self.growth != Growth::Fixed
+    }
+
+    /// The writer announcements a filter under this policy needs.
+    pub(crate) fn writers(&self) -> Writers {
+        Writers::new(self.replaces_tables())
+    }
 }
 
 impl Default for GrowthPolicy {
@@ -214,10 +228,7 @@ impl CuckooFilter {
     #[doc(hidden)]
     pub fn loom_begin_growth(&self, seal: bool) {
         // A fixed filter's operations rely on its table never changing.
-        assert!(
-            self.policy.growth != Growth::Fixed,
-            "a fixed filter never grows"
-        );
+        assert!(self.policy.replaces_tables(), "a fixed filter never grows");
         self.start_growth(self.table(), seal)
             .expect("a loom table's successor is tiny");
     }

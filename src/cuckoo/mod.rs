@@ -211,7 +211,7 @@ impl CuckooFilter {
     /// replaces its table. Call it before loading the current table.
     #[inline(always)]
     fn writer_pin(&self) -> WriterPin<'_> {
-        WriterPin::new((self.policy.growth != Growth::Fixed).then_some(&self.writers))
+        WriterPin::new(self.policy.replaces_tables().then_some(&self.writers))
     }
 
     /// A handle with the same operations as the filter. Writes used to pin

@@ -6,7 +6,7 @@
 // Used by persistence, which lands next; until then only the tests call it.
 #![allow(dead_code)]
 
-use super::{with_layout_kind, CuckooFilter, Growth, LayoutKind};
+use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::counters::Counters;
@@ -14,7 +14,6 @@ use crate::raw::geometry::Geometry;
 use crate::raw::ops;
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
-use crate::raw::writers::Writers;
 use crate::sync::AtomicU64;
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
@@ -140,7 +139,7 @@ impl CuckooFilter {
             layout,
             hasher,
             counters,
-            writers: Writers::new(policy.growth != Growth::Fixed),
+            writers: policy.writers(),
             policy,
         })
     }

@@ -5,16 +5,13 @@
 //! `Extend` is implemented for `&CuckooFilter` as well as for the owned
 //! filter: a shared filter lives behind an `Arc`, which gives no `&mut`.
 
-use super::{
-    with_layout_kind, BatchInsertError, CuckooFilter, Growth, LayoutKind, DEFAULT_CAPACITY,
-};
+use super::{with_layout_kind, BatchInsertError, CuckooFilter, LayoutKind, DEFAULT_CAPACITY};
 use crate::error::InsertError;
 use crate::raw::bucket::{self, L12x5, L16x4};
 use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
 use crate::raw::tables::Tables;
-use crate::raw::writers::Writers;
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use std::hash::Hash;
 
@@ -70,7 +67,7 @@ impl Clone for CuckooFilter {
                         layout: self.layout,
                         hasher: self.hasher.clone(),
                         counters,
-                        writers: Writers::new(self.policy.growth != Growth::Fixed),
+                        writers: self.policy.writers(),
                         policy: self.policy,
                     };
                 }
