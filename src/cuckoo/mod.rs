@@ -244,11 +244,11 @@ impl CuckooFilter {
     ) -> Result<bool, InsertError> {
         let t = self.table();
         if t.migration().is_none() {
-            let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
-            let fast = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
+            let fast = with_layout!(self, L => ops::insert_hash::<L>(t, hash, unique, Search::UnlessHinted, &self.counters));
             match fast {
                 Ok(inserted) => return Ok(inserted),
                 Err(failure) => {
+                    let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
                     if let Some(inserted) = self.after_insert_failure(t, at, unique, failure)? {
                         return Ok(inserted);
                     }
@@ -318,7 +318,7 @@ impl CuckooFilter {
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: u64) -> bool {
         let t = self.table();
-        match with_layout!(self, L => ops::contains::<L>(t, t.geometry().locate::<L>(hash))) {
+        match with_layout!(self, L => ops::contains_hash::<L>(t, hash)) {
             Ok(found) => found,
             Err(Sealed) => self.read_slow(hash, |t, next, at| {
                 with_layout!(self, L => match next {
@@ -552,7 +552,7 @@ impl CuckooFilter {
     pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
         let t = self.table();
-        match ops::contains::<L16x4>(t, t.geometry().locate::<L16x4>(hash)) {
+        match ops::contains_hash::<L16x4>(t, hash) {
             Ok(found) => found,
             Err(Sealed) => self.contains_in(hash),
         }

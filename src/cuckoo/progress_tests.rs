@@ -245,8 +245,7 @@ struct PairKeys {
 }
 
 fn keys_of_pair(f: &CuckooFilter, inserted: &[u64], a: usize, b: usize) -> PairKeys {
-    let stripes = f.stats().version_stripes;
-    let stripe = |(i, j): (usize, usize)| i.min(j) & (stripes - 1);
+    let stripe = |(i, j): (usize, usize)| f.table().stripe_index(i, j);
     let want = (a.min(b), a.max(b));
     let in_pair = |h: u64| pair(f, h) == want;
     let tags_there: Vec<u64> = inserted

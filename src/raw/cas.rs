@@ -12,6 +12,13 @@ pub(crate) fn put<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool 
     update(word, shard, |w| bucket::with_tag::<L>(w, tag))
 }
 
+/// [`put`] for a `word` whose value was just read as `current` (a first
+/// CAS on that value instead of a load; a stale value only costs a retry).
+#[inline]
+pub(crate) fn put_from<L: Layout>(word: &AtomicU64, current: u64, tag: u64, shard: &Shard) -> bool {
+    update_from(word, current, shard, |w| bucket::with_tag::<L>(w, tag))
+}
+
 /// Clears one copy of `tag` from `word`; `false` if it holds none.
 #[inline]
 pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
@@ -27,7 +34,18 @@ fn update(word: &AtomicU64, shard: &Shard, change: impl Fn(u64) -> Option<u64>) 
     // of this load, and an Acquire load could not read an older or newer
     // value than this one may: which values a load can see is coherence,
     // not ordering.
-    let mut current = word.load(Ordering::Relaxed);
+    update_from(word, word.load(Ordering::Relaxed), shard, change)
+}
+
+/// [`update`] starting from `current`, a value of `word` read before (the
+/// CAS fails on a stale one and retries with what it saw).
+#[inline(always)]
+fn update_from(
+    word: &AtomicU64,
+    mut current: u64,
+    shard: &Shard,
+    change: impl Fn(u64) -> Option<u64>,
+) -> bool {
     loop {
         let Some(next) = change(current) else {
             return false;

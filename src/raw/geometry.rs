@@ -71,8 +71,17 @@ pub(crate) struct Geometry {
 
 impl Geometry {
     /// A geometry the caller knows to be valid (see [`checked`](Self::checked)).
+    ///
+    /// # Panics
+    ///
+    /// If `m0` is odd or out of range, or `m0 << generation` overflows:
+    /// `locate` keeps its buckets below [`buckets`](Self::buckets) only
+    /// then, and tables read their words unchecked on that promise.
     pub(crate) fn new(m0: u64, generation: u32) -> Self {
-        debug_assert!(m0 % 2 == 0 && (MIN_M0..=MAX_M0).contains(&m0));
+        assert!(
+            m0 % 2 == 0 && (MIN_M0..=MAX_M0).contains(&m0) && m0.leading_zeros() >= generation,
+            "invalid geometry: m0 {m0}, generation {generation}"
+        );
         Geometry {
             m0,
             generation,

@@ -65,7 +65,7 @@
 //! wait for a stopped writer is a count of the tag that writer is moving.
 
 use super::bucket::{self, Layout};
-use super::cas::{put, take};
+use super::cas::{put, put_from, take};
 use super::counters::Counters;
 use super::geometry::Located;
 use super::path::{self, Room};
@@ -74,7 +74,7 @@ use super::stripe::{count_stands, miss_stands, StripeLock, SEALED};
 use super::table::Table;
 #[cfg(loom)]
 use crate::loom_support::Canary;
-use crate::sync::{Backoff, Ordering};
+use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// The table is being replaced by its successor: go on there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +92,27 @@ pub(crate) struct Sealed;
 /// tag may have moved on to the successor).
 #[inline(always)]
 pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed> {
-    let Located { tag, i1, i2 } = at;
-    let (found, before, after) = read_pair::<L>(t, tag, i1, i2);
+    contains_in::<L>(t, at, t.word(at.i1), t.word(at.i2))
+}
+
+/// [`contains`] of hash `h`, whose buckets the table finds without bounds
+/// checks ([`Table::candidates`]): the single lookup's path.
+#[inline(always)]
+pub(crate) fn contains_hash<L: Layout>(t: &Table, h: u64) -> Result<bool, Sealed> {
+    let (at, word1, word2) = t.candidates::<L>(h);
+    contains_in::<L>(t, at, word1, word2)
+}
+
+/// [`contains`] of `at`, whose bucket words are `word1` and `word2`.
+#[inline(always)]
+fn contains_in<L: Layout>(
+    t: &Table,
+    at: Located,
+    word1: &AtomicU64,
+    word2: &AtomicU64,
+) -> Result<bool, Sealed> {
+    let stripe = t.stripe(at.i1, at.i2);
+    let (found, before, after) = read_pair::<L>(t, at.tag, word1, word2, stripe);
     // One branch decides both answers, without short-circuits: a found
     // tag is final, a miss stands if the stripe did not change across
     // the loads. Whether a key is present, and which bucket holds it,
@@ -103,9 +122,8 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed
         return Ok(found);
     }
     // Rare (a sealed pair, or a hop completed a step during the read):
-    // out of line, so the common path keeps its values in registers. The
-    // fields go by value: a `Located` would be spilled to pass it.
-    contains_again::<L>(t, tag, i1, i2, before)
+    // out of line, so the common path keeps its values in registers.
+    contains_again::<L>(t, at.tag, word1, word2, stripe, before)
 }
 
 /// The rest of a `contains` whose first read did not answer: `Sealed` if
@@ -115,8 +133,9 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed
 fn contains_again<L: Layout>(
     t: &Table,
     tag: u64,
-    i1: usize,
-    i2: usize,
+    word1: &AtomicU64,
+    word2: &AtomicU64,
+    stripe: &AtomicU64,
     mut before: u64,
 ) -> Result<bool, Sealed> {
     let mut backoff = Backoff::default();
@@ -127,7 +146,7 @@ fn contains_again<L: Layout>(
             return Err(Sealed);
         }
         backoff.snooze();
-        let (found, b, after) = read_pair::<L>(t, tag, i1, i2);
+        let (found, b, after) = read_pair::<L>(t, tag, word1, word2, stripe);
         if found | miss_stands(b, after) {
             return Ok(found);
         }
@@ -135,15 +154,16 @@ fn contains_again<L: Layout>(
     }
 }
 
-/// One read of `contains`: whether either bucket holds `tag`, and the
+/// One read of `contains`: whether either bucket word holds `tag`, and the
 /// pair's stripe before and after the bucket loads.
 #[inline(always)]
-fn read_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> (bool, u64, u64) {
-    // Both words are found (and bounds-checked) before the first Acquire
-    // load, which would otherwise make the compiler read the table's
-    // fields again after it.
-    let (word1, word2) = (t.word(i1), t.word(i2));
-    let stripe = t.stripe(i1, i2);
+fn read_pair<L: Layout>(
+    t: &Table,
+    tag: u64,
+    word1: &AtomicU64,
+    word2: &AtomicU64,
+    stripe: &AtomicU64,
+) -> (bool, u64, u64) {
     // Acquire: pairs with the Release writes of the stripe (a take, a
     // hop's step, a release): every bucket write made before the value
     // read here is visible to the loads below. (An independent load: it
@@ -161,6 +181,8 @@ fn read_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> (bool, u64
     let after = stripe.load(Ordering::Relaxed);
     #[cfg(loom)]
     let after = broken::unvalidated_after(t, before, after);
+    #[cfg(not(loom))]
+    let _ = t;
     (found, before, after)
 }
 
@@ -238,18 +260,46 @@ pub(crate) fn insert<L: Layout>(
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
+    insert_into::<L>(t, at, t.word(at.i1), t.word(at.i2), unique, search, c)
+}
+
+/// [`insert`] of hash `h`, whose buckets the table finds without bounds
+/// checks ([`Table::candidates`]): the single insert's path.
+#[inline(always)]
+pub(crate) fn insert_hash<L: Layout>(
+    t: &Table,
+    h: u64,
+    unique: bool,
+    search: Search,
+    c: &Counters,
+) -> Result<bool, InsertFailure> {
+    let (at, word1, word2) = t.candidates::<L>(h);
+    insert_into::<L>(t, at, word1, word2, unique, search, c)
+}
+
+/// [`insert`] of `at`, whose bucket words are `word1` and `word2`.
+#[inline(always)]
+fn insert_into<L: Layout>(
+    t: &Table,
+    at: Located,
+    word1: &AtomicU64,
+    word2: &AtomicU64,
+    unique: bool,
+    search: Search,
+    c: &Counters,
+) -> Result<bool, InsertFailure> {
     if !unique {
-        let Located { tag, i1, i2 } = at;
         let shard = c.shard();
         // Two choices: the emptier bucket first, which keeps buckets
         // balanced and defers displacement to higher loads.
-        let (a, b) = emptier_first::<L>(t, i1, i2);
-        if put::<L>(t.word(a), tag, shard) || put::<L>(t.word(b), tag, shard) {
+        let ((a, seen), b) = emptier_first::<L>(word1, word2);
+        if put_from::<L>(a, seen, at.tag, shard) || put::<L>(b, at.tag, shard) {
             shard.add_len(1);
             return Ok(true);
         }
     }
-    insert_again::<L>(t, at, unique, search, c)
+    // The fields go by value: a `Located` would be spilled to pass it.
+    insert_again::<L>(t, at.tag, at.i1, at.i2, unique, search, c)
 }
 
 /// `insert` past its fast path: a dedup insert, or a plain one whose two
@@ -258,12 +308,13 @@ pub(crate) fn insert<L: Layout>(
 #[inline(never)]
 fn insert_again<L: Layout>(
     t: &Table,
-    at: Located,
+    tag: u64,
+    i1: usize,
+    i2: usize,
     unique: bool,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
-    let Located { tag, i1, i2 } = at;
     let shard = c.shard();
     let mut backoff = Backoff::default();
     let mut first_try = true;
@@ -283,8 +334,8 @@ fn insert_again<L: Layout>(
             // ever waits for a stripe while holding one. (They cannot be
             // full of this tag: it is absent.)
         } else {
-            let (a, b) = emptier_first::<L>(t, i1, i2);
-            if put::<L>(t.word(a), tag, shard) || put::<L>(t.word(b), tag, shard) {
+            let ((a, seen), b) = emptier_first::<L>(t.word(i1), t.word(i2));
+            if put_from::<L>(a, seen, tag, shard) || put::<L>(b, tag, shard) {
                 shard.add_len(1);
                 return Ok(true);
             }
@@ -375,16 +426,20 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     Ok(removed)
 }
 
-/// `(i1, i2)` or `(i2, i1)`: the bucket with more empty lanes first.
+/// The two bucket words, the one with more empty lanes first (with the
+/// value it was read at).
 #[inline(always)]
-fn emptier_first<L: Layout>(t: &Table, i1: usize, i2: usize) -> (usize, usize) {
-    // Relaxed: a placement hint only; `put` re-reads with Acquire.
-    let used1 = bucket::occupied::<L>(t.word(i1).load(Ordering::Relaxed));
-    let used2 = bucket::occupied::<L>(t.word(i2).load(Ordering::Relaxed));
-    if used2 < used1 {
-        (i2, i1)
+fn emptier_first<'t, L: Layout>(
+    word1: &'t AtomicU64,
+    word2: &'t AtomicU64,
+) -> ((&'t AtomicU64, u64), &'t AtomicU64) {
+    // Relaxed: a placement hint, and the value a first CAS compares with;
+    // `put_from` retries on a stale one.
+    let (w1, w2) = (word1.load(Ordering::Relaxed), word2.load(Ordering::Relaxed));
+    if bucket::empty::<L>(w2) > bucket::empty::<L>(w1) {
+        ((word2, w2), word1)
     } else {
-        (i1, i2)
+        ((word1, w1), word2)
     }
 }
 

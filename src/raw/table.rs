@@ -3,7 +3,8 @@
 //! doubled successor while the table is replaced (`migrate.rs` has the
 //! protocol).
 
-use super::geometry::Geometry;
+use super::bucket::Layout;
+use super::geometry::{Geometry, Located};
 use super::room::RoomHint;
 use crate::memory::{AllocError, HugePages, Release, Words};
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -159,6 +160,21 @@ impl Table {
         .clamp(2, MAX_STRIPES)
     }
 
+    /// The tag and the two candidate buckets of hash `h` in this table,
+    /// with their words: the lookup's path, without bounds checks.
+    #[inline(always)]
+    pub(crate) fn candidates<L: Layout>(&self, h: u64) -> (Located, &AtomicU64, &AtomicU64) {
+        let at = self.geo.locate::<L>(h);
+        let words = self.words.as_slice();
+        debug_assert!(at.i1 < words.len() && at.i2 < words.len());
+        // SAFETY: `locate` returns buckets below `geo.buckets()` for every
+        // hash, which `Geometry::new` guarantees by refusing an odd `m0`
+        // or an overflowing `buckets()` (the range is tested in
+        // geometry.rs); `new` allocated exactly `geo.buckets()` words, and
+        // neither field changes afterwards.
+        unsafe { (at, words.get_unchecked(at.i1), words.get_unchecked(at.i2)) }
+    }
+
     #[inline(always)]
     pub(crate) fn word(&self, bucket: usize) -> &AtomicU64 {
         // Bucket indices come from `locate`/`alt`, always `< buckets()`;
@@ -208,11 +224,19 @@ impl Table {
     /// The version stripe guarding the pair `{i, j}` (symmetric).
     #[inline(always)]
     pub(crate) fn stripe(&self, i: usize, j: usize) -> &AtomicU64 {
-        let s = i.min(j) & self.stripe_mask;
+        let s = self.stripe_index(i, j);
         // SAFETY: `new` sets `stripe_mask` to `stripes.len() - 1` with a
         // power-of-two length, and neither field changes afterwards, so
         // `s < stripes.len()`. (Spares the lookup a bounds check.)
         unsafe { self.stripes.get_unchecked(s) }
+    }
+
+    /// The index of the stripe of the pair `{i, j}`: any symmetric function
+    /// of the pair serves; XOR is the cheapest (two instructions where the
+    /// lower bucket took four).
+    #[inline(always)]
+    pub(crate) fn stripe_index(&self, i: usize, j: usize) -> usize {
+        (i ^ j) & self.stripe_mask
     }
 
     /// Number of version stripes.
