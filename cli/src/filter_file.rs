@@ -119,7 +119,7 @@ pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     out.commit()
 }
 
-/// A filter file, loaded.
+/// A filter file's contents, loaded or to be saved.
 pub enum Loaded {
     /// One cuckoo filter.
     Cuckoo(CuckooFilter),
@@ -136,6 +136,19 @@ impl Loaded {
             Loaded::Cuckoo(f) => vec![f],
             Loaded::Bloom(f) => vec![f],
             Loaded::Chain(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
+        }
+    }
+
+    /// Saves the filters to `path` atomically.
+    ///
+    /// # Errors
+    ///
+    /// Any I/O error; `path` is then unchanged.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        match self {
+            Loaded::Cuckoo(f) => f.save(path),
+            Loaded::Bloom(f) => f.save(path),
+            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
         }
     }
 }
