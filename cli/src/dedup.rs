@@ -102,12 +102,12 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             prepare_state(&chain, &args, expected, path)?;
             chain
         }
-        Some(path) => {
-            // Fail now, not after the whole input.
-            output::check(path)?;
+        state => {
+            if let Some(path) = state {
+                output::check(path)?; // fail now, not after the whole input
+            }
             FilterChain::new(expected, bits, args.run.seed, budget)?
         }
-        None => FilterChain::new(expected, bits, args.run.seed, budget)?,
     };
 
     // Output files follow the rule of `crate::output`: replaced only at
@@ -125,7 +125,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         }
     };
     let mut output: Box<dyn Write + Send + '_> = match &mut file_output {
-        Some(stream) => Box::new(BufWriter::with_capacity(1 << 20, stream)),
+        Some(stream) => Box::new(BufWriter::with_capacity(1 << 20, stream.file())),
         None => Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout())),
     };
     let chunk_bytes = usize::try_from(args.chunk_bytes)

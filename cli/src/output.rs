@@ -1,22 +1,10 @@
-//! How every command writes its files: one rule, so that no command
-//! damages what it was given.
-//!
-//! * An output that is a regular file (or does not exist yet) is written
-//!   to a temporary file in its directory and renamed over it only when
-//!   the command succeeds, as `sort -o` does: an output may be one of the
-//!   inputs (`koel dedup f.txt -o f.txt`), a failed command leaves the old
-//!   file as it was, and the new file keeps the old one's permissions. On
-//!   Linux the temporary file has no name until it is complete, so a
-//!   killed command leaves nothing partial behind.
-//! * A symbolic link is followed: the file it names is replaced, the link
-//!   stays.
-//! * Anything else (a directory, a device, a FIFO, a socket) is refused,
-//!   except by `dedup -o`, which streams records into a FIFO or a device
-//!   (`-o /dev/null`) as it would into stdout.
-//! * `dedup` refuses a stdout redirected to one of its input files
-//!   (`koel dedup f.txt >> f.txt`), as `cat` does.
-//!
-//! The mechanism is the library's [`koel::AtomicFile`], which `save` uses.
+//! How every command writes its files, so that none damages what it was
+//! given: an output that is a regular file (or does not exist yet) is
+//! written to a temporary file and renamed over it only when the command
+//! succeeds ([`koel::AtomicFile`], as `sort -o`), so an output may be one
+//! of the inputs and a failed command leaves the old file. A symbolic link
+//! is written through; anything else that is not a regular file is
+//! refused, except by `dedup -o`, which streams into a FIFO or a device.
 
 use anyhow::Context;
 use koel::AtomicFile;
@@ -80,6 +68,14 @@ impl Stream {
         }
     }
 
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut File {
+        match self {
+            Stream::Replace(f) => f.file(),
+            Stream::Through(f) => f,
+        }
+    }
+
     /// Puts the output in place (a regular file), or flushes it.
     ///
     /// # Errors
@@ -89,21 +85,6 @@ impl Stream {
         match self {
             Stream::Replace(f) => f.commit(),
             Stream::Through(mut f) => f.flush(),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Replace(f) => f.write(buf),
-            Stream::Through(f) => f.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Replace(f) => f.flush(),
-            Stream::Through(f) => f.flush(),
         }
     }
 }

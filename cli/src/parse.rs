@@ -39,10 +39,8 @@ pub fn count(s: &str) -> Result<u64, String> {
     if d.digits.len() as i64 + exponent > 16 {
         return Err(format!("{s:?} is absurdly large (at most 10^15)"));
     }
-    let mut value: u64 = d.digits.parse().expect("at most 16 decimal digits");
-    for _ in 0..exponent {
-        value *= 10;
-    }
+    let value =
+        d.digits.parse::<u64>().expect("at most 16 decimal digits") * 10u64.pow(exponent as u32);
     if value > 1_000_000_000_000_000 {
         return Err(format!("{s:?} is absurdly large (at most 10^15)"));
     }
