@@ -17,10 +17,6 @@ const OP_COLORS: [RGBColor; 3] = [
 const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
 
 /// Writes the stress plot of `report` to `path`.
-///
-/// # Errors
-///
-/// Drawing failed or the file cannot be written.
 pub fn stress(path: &Path, report: &StressReport) -> anyhow::Result<()> {
     let mut svg = String::new();
     draw(&mut svg, report).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
