@@ -5,7 +5,6 @@ mod engine;
 mod exact;
 
 pub use engine::{run, ExactTotals, Options, Totals};
-pub use exact::ExactSet;
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
@@ -84,11 +83,6 @@ pub struct Args {
 /// Everything that can fail for a reason other than I/O (sizing, the
 /// state file, its compatibility with the options) is decided before the
 /// first record is written.
-///
-/// # Errors
-///
-/// Missing or unreadable input, unwritable output, a filter that cannot be
-/// built, a state file that cannot meet `--fpr`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     let mut inputs = Inputs::open(args.input.paths())?;
