@@ -51,11 +51,6 @@ pub enum FileKind {
 }
 
 /// Runs `koel build`.
-///
-/// # Errors
-///
-/// Missing input, an output that cannot be written, a filter that cannot
-/// be built.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     output::check(&args.output)?;
     let mut inputs = Inputs::open(args.input.paths())?;

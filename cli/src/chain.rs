@@ -45,10 +45,6 @@ pub struct FilterChain {
 
 impl FilterChain {
     /// A chain of one new filter for `capacity` items.
-    ///
-    /// # Errors
-    ///
-    /// The filter cannot be built (absurd capacity, no memory).
     pub fn new(
         capacity: u64,
         fingerprint_bits: u32,
@@ -145,10 +141,6 @@ impl FilterChain {
 
     /// Closes the newest filter and chains one for `capacity` items (at
     /// least twice what the chain holds, so that chains stay short).
-    ///
-    /// # Errors
-    ///
-    /// The new filter cannot be built.
     pub fn chain_new(&self, capacity: u64) -> anyhow::Result<()> {
         let seen = self.snapshot_stages();
         self.rotate(&seen, capacity)

@@ -57,10 +57,6 @@ impl FileProblem {
     /// Ends `info` or `verify`: an unreadable file is an error (exit 2),
     /// an invalid one a failed check (exit 1) with `prefix` and the reason
     /// on one line.
-    ///
-    /// # Errors
-    ///
-    /// [`FileProblem::Unreadable`].
     pub fn report(self, prefix: &str) -> anyhow::Result<crate::Outcome> {
         match self {
             FileProblem::Unreadable(e) => Err(e),
@@ -82,10 +78,6 @@ impl FileProblem {
 }
 
 /// Writes `filters` as a chain file.
-///
-/// # Errors
-///
-/// Any error of `w`.
 pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
     let count = u32::try_from(filters.len())
         .ok()
@@ -101,10 +93,6 @@ pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<(
 
 /// Saves `filters` (hashing alike) to `path` atomically: one filter as
 /// the library's own file, more as a chain file.
-///
-/// # Errors
-///
-/// Any I/O error; `path` is then unchanged.
 pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
@@ -140,10 +128,6 @@ impl Loaded {
     }
 
     /// Saves the filters to `path` atomically.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error; `path` is then unchanged.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         match self {
             Loaded::Cuckoo(f) => f.save(path),
@@ -155,11 +139,6 @@ impl Loaded {
 
 /// Loads `path` as one filter (`query`): either kind, or a chain of
 /// cuckoo filters that answers "maybe" if any of them does.
-///
-/// # Errors
-///
-/// The file cannot be read, or is not an intact filter file (one line
-/// naming it).
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => Box::new(f),
@@ -180,10 +159,6 @@ pub struct Inspected {
 }
 
 /// Loads `path`: a filter of either kind, or a chain.
-///
-/// # Errors
-///
-/// The file cannot be read, or is not an intact filter file.
 pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
     match read_framing(path)? {
         Opened::Single => load_single(path),
@@ -216,11 +191,6 @@ fn load_single(path: &Path) -> Result<Loaded, FileProblem> {
 
 /// Reads the header and checksum of `path`'s filters (streaming, one
 /// buffer), stopping at the first problem.
-///
-/// # Errors
-///
-/// The file cannot be read, or a header (of the file, of the chain, of a
-/// filter in it) is not valid.
 pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
     match read_framing(path)? {
         Opened::Single => {
@@ -248,22 +218,17 @@ pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
                     })
                 });
                 filters.push(info);
-                Ok(match why {
-                    Some(why) => {
-                        problem = Some(format!("filter {k} of {count}: {why}"));
-                        false
-                    }
-                    None => true,
-                })
+                problem = why.map(|why| format!("filter {k} of {count}: {why}"));
+                Ok(problem.is_none())
             });
             match walked {
                 Ok(()) => {}
                 Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
                 Err(e) => return Err(e),
             }
-            if problem.is_none() {
-                problem = check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err();
-            }
+            let problem = problem.or_else(|| {
+                check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err()
+            });
             Ok(Inspected {
                 chain: Some(count),
                 filters,

@@ -61,11 +61,8 @@ pub trait CliFilter: Filter {
     }
 
     /// `out[i] = insert_unique(keys[i])`, in order; a key repeated within
-    /// `keys` is inserted once.
-    ///
-    /// # Errors
-    ///
-    /// The first insert that failed; `out` is filled up to it.
+    /// `keys` is inserted once. On an error, `out` is filled up to the
+    /// insert that failed.
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         for (key, new) in keys.iter().zip(out.iter_mut()) {
             *new = self.insert_unique_hash(self.hash_bytes(key))?;
@@ -261,10 +258,6 @@ fn items(capacity: u64) -> anyhow::Result<usize> {
 
 /// A cuckoo filter for `capacity` items (it doubles if more arrive, while
 /// its rate stays under `max_rate`): the one place the commands build one.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn cuckoo(
     capacity: u64,
     fingerprint_bits: u32,
@@ -286,10 +279,6 @@ pub fn cuckoo(
 }
 
 /// A Bloom filter for `capacity` items at `fpr`.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
     let mut builder = BloomFilter::builder()
         .capacity(items(capacity)?)
@@ -304,10 +293,6 @@ pub fn bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<Bloom
 
 /// The filter `kind` for `capacity` items (`stress`); a Bloom filter gets
 /// the rate the cuckoo layout `fingerprint_bits` reaches at full load.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn build(
     kind: KindArg,
     capacity: u64,

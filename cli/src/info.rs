@@ -25,10 +25,6 @@ pub struct Args {
 }
 
 /// Runs `koel info`.
-///
-/// # Errors
-///
-/// The file is missing or cannot be read.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
     let inspected = match filter_file::inspect(&args.file) {

@@ -14,11 +14,6 @@ use std::path::{Path, PathBuf};
 
 /// Fails early, before long work, if `path` cannot be written as an
 /// output file; creates nothing.
-///
-/// # Errors
-///
-/// `path` is not a regular file, or its directory is not writable (one
-/// line, naming it).
 pub fn check(path: &Path) -> anyhow::Result<()> {
     AtomicFile::create(path)
         .map(drop)
@@ -26,10 +21,6 @@ pub fn check(path: &Path) -> anyhow::Result<()> {
 }
 
 /// Writes `bytes` to `path` under the rule above (plots, reports).
-///
-/// # Errors
-///
-/// As [`check`], or any I/O error (the old file is then untouched).
 pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let context = || format!("cannot write {}", path.display());
     let mut out = AtomicFile::create(path).with_context(context)?;
@@ -49,11 +40,6 @@ pub enum Stream {
 
 impl Stream {
     /// Opens `path` for streaming.
-    ///
-    /// # Errors
-    ///
-    /// A directory or socket, an unwritable directory, or a FIFO or device
-    /// that cannot be opened for writing.
     pub fn create(path: &Path) -> anyhow::Result<Stream> {
         let context = || format!("cannot write {}", path.display());
         match std::fs::metadata(path) {
@@ -77,10 +63,6 @@ impl Stream {
     }
 
     /// Puts the output in place (a regular file), or flushes it.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error; a regular file is then as it was.
     pub fn finish(self) -> io::Result<()> {
         match self {
             Stream::Replace(f) => f.commit(),
@@ -110,10 +92,6 @@ fn identity(m: &std::fs::Metadata) -> (u64, u64) {
 
 /// Fails if stdout is a regular file that is also one of `inputs` (`koel
 /// dedup f.txt >> f.txt`): the command would read what it writes.
-///
-/// # Errors
-///
-/// One line naming the input.
 #[cfg(unix)]
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
     use std::os::fd::AsFd;
@@ -145,10 +123,6 @@ pub fn refuse_stdout_onto(_inputs: &[PathBuf]) -> anyhow::Result<()> {
 
 /// Fails if two outputs of one command are the same file (the last would
 /// silently win).
-///
-/// # Errors
-///
-/// One line naming both.
 pub fn refuse_same_file(a: &Path, a_what: &str, b: &Path, b_what: &str) -> anyhow::Result<()> {
     if canonical(a) == canonical(b) {
         anyhow::bail!(
