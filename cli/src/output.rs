@@ -137,18 +137,14 @@ pub fn refuse_same_file(a: &Path, a_what: &str, b: &Path, b_what: &str) -> anyho
 /// `path` with its directory's symbolic links and `.`/`..` resolved, and
 /// its own link followed if it is one; as given if that fails.
 fn canonical(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            std::fs::canonicalize(dir).map_or_else(|_| path.to_path_buf(), |d| d.join(name))
+    std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        match (
+            std::fs::canonicalize(dir.unwrap_or(Path::new("."))),
+            path.file_name(),
+        ) {
+            (Ok(dir), Some(name)) => dir.join(name),
+            _ => path.to_path_buf(),
         }
-        _ => path.to_path_buf(),
-    }
+    })
 }

@@ -35,10 +35,9 @@ fn draw(svg: &mut String, report: &StressReport) -> DrawResult {
     Ok(())
 }
 
-fn throughput(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    r: &StressReport,
-) -> DrawResult {
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn throughput(area: &Area<'_>, r: &StressReport) -> DrawResult {
     let points: Vec<(f64, f64)> = r
         .timeline
         .iter()
@@ -116,10 +115,7 @@ fn throughput(
     legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
-fn latency(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    r: &StressReport,
-) -> DrawResult {
+fn latency(area: &Area<'_>, r: &StressReport) -> DrawResult {
     let names: Vec<&str> = PERCENTILES.iter().map(|p| p.0).chain(["max"]).collect();
     let series: Vec<(&str, Vec<u64>)> = r
         .latency
