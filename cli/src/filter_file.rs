@@ -1,14 +1,8 @@
 //! Filter files as koel writes them, read by every command that takes one
 //! (`info`, `verify`, `query`, `dedup --state`): one filter in the
-//! library's format (docs/format.md), or a chain of cuckoo filters, which
-//! `dedup --state` saves once a state had no room for a run:
-//!
-//! ```text
-//! "KOELCHN1"  count: u32 little-endian  filter 1 ... filter count
-//! ```
-//!
-//! each filter a whole file of the library's format (`write_to`), back to
-//! back. This module is the only reader and writer of that framing.
+//! library's format, or a chain of cuckoo filters, which `dedup --state`
+//! saves once a state had no room for a run (framing in docs/format.md,
+//! "Filter chains"; this module is its only reader and writer).
 //!
 //! A chain's count is checked against the file's length before anything
 //! is allocated for it; every filter hashes alike (same seed, same tag

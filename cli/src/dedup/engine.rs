@@ -38,9 +38,7 @@ pub struct Options {
 /// Counts of a finished run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Input bytes.
     pub bytes_in: u64,
-    /// Input records.
     pub records_in: u64,
     /// Records written.
     pub records_out: u64,
