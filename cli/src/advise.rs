@@ -93,11 +93,6 @@ fn physical_memory() -> Option<u64> {
 }
 
 /// Runs `koel advise`.
-///
-/// # Errors
-///
-/// Requirements no filter can be computed for (e.g. a size beyond any
-/// address space).
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let items = usize::try_from(args.items)?;
     let req = Requirements::new(items, args.fpr)

@@ -47,11 +47,8 @@ pub struct SizeArgs {
 
 impl SizeArgs {
     /// Tag width for `--fpr`: 16 (FPR ~1.2e-4 at full load) unless 12 bits
-    /// (~2.4e-3) is good enough; 16 without `--fpr`.
-    ///
-    /// # Errors
-    ///
-    /// If `--fpr` is not in (0, 1) or is below what a cuckoo filter reaches.
+    /// (~2.4e-3) is good enough; 16 without `--fpr`; an error below what a
+    /// cuckoo filter reaches.
     pub fn fingerprint_bits(&self) -> anyhow::Result<u32> {
         let Some(fpr) = self.fpr else { return Ok(16) };
         if !(fpr > 0.0 && fpr < 1.0) {
@@ -69,10 +66,6 @@ impl SizeArgs {
     }
 
     /// `--expected`, or what `inputs` hold (see [`Inputs::expected_records`]).
-    ///
-    /// # Errors
-    ///
-    /// A file cannot be read.
     pub fn expected(&self, inputs: &Inputs) -> anyhow::Result<u64> {
         self.expected.map_or_else(|| inputs.expected_records(), Ok)
     }

@@ -2,12 +2,12 @@
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::dedup::{self, Options};
-use crate::filters::{self, CliFilter};
+use crate::filter_file::Loaded;
+use crate::filters;
 use crate::human::{HumanBytes, HumanCount};
 use crate::input::{InputArgs, Inputs};
 use crate::{output, Outcome};
 use anyhow::Context;
-use koel::{BloomFilter, CuckooFilter};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -51,28 +51,22 @@ pub enum FileKind {
 }
 
 /// Runs `koel build`.
-///
-/// # Errors
-///
-/// Missing input, an output that cannot be written, a filter that cannot
-/// be built.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     output::check(&args.output)?;
     let mut inputs = Inputs::open(args.input.paths())?;
     let expected = args.size.expected(&inputs)?;
-    let (fpr, seed) = (args.size.fpr, args.run.seed);
-    let filter: Box<dyn Saveable> = match args.kind {
+    let seed = args.run.seed;
+    let built = match args.kind {
         FileKind::Cuckoo => {
             let bits = args.size.fingerprint_bits()?;
-            Box::new(filters::cuckoo(expected, bits, seed, None)?)
+            Loaded::Cuckoo(filters::cuckoo(expected, bits, seed, None)?)
         }
-        FileKind::Bloom => Box::new(filters::bloom(
-            expected,
-            fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE),
-            seed,
-        )?),
+        FileKind::Bloom => {
+            let fpr = args.size.fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE);
+            Loaded::Bloom(filters::bloom(expected, fpr, seed)?)
+        }
     };
-    let filter = filter.as_ref();
+    let filter = built.filters()[0];
     let options = Options {
         threads: args.run.threads(),
         // Key lists often come from Windows tools: `query` strips the CR of
@@ -85,8 +79,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     // The dedup pipeline with its output thrown away: every distinct key
     // inserted once, on all threads.
     let (totals, _) = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
-    filter
-        .save_to(&args.output)
+    built
+        .save(&args.output)
         .with_context(|| format!("cannot save {}", args.output.display()))?;
     if args.run.quiet {
         return Ok(Outcome::Success);
@@ -127,21 +121,4 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Success)
-}
-
-/// A filter `build` can write.
-trait Saveable: CliFilter {
-    fn save_to(&self, path: &std::path::Path) -> std::io::Result<()>;
-}
-
-impl Saveable for CuckooFilter {
-    fn save_to(&self, path: &std::path::Path) -> std::io::Result<()> {
-        self.save(path)
-    }
-}
-
-impl Saveable for BloomFilter {
-    fn save_to(&self, path: &std::path::Path) -> std::io::Result<()> {
-        self.save(path)
-    }
 }

@@ -16,7 +16,7 @@
 //! sends every occurrence of a key to one worker, so two threads never
 //! race on one key across a rotation.
 
-use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
+use crate::filters::{self, full_load, full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
 use std::sync::{Arc, RwLock};
 
@@ -45,10 +45,6 @@ pub struct FilterChain {
 
 impl FilterChain {
     /// A chain of one new filter for `capacity` items.
-    ///
-    /// # Errors
-    ///
-    /// The filter cannot be built (absurd capacity, no memory).
     pub fn new(
         capacity: u64,
         fingerprint_bits: u32,
@@ -139,20 +135,12 @@ impl FilterChain {
     pub fn room(&self) -> u64 {
         let stages = self.snapshot_stages();
         let newest = &stages[stages.len() - 1].filter;
-        let load = if self.fingerprint_bits == 12 {
-            0.96
-        } else {
-            0.95
-        };
+        let load = full_load(self.fingerprint_bits);
         ((newest.capacity() as f64 * load) as u64).saturating_sub(newest.len() as u64)
     }
 
     /// Closes the newest filter and chains one for `capacity` items (at
     /// least twice what the chain holds, so that chains stay short).
-    ///
-    /// # Errors
-    ///
-    /// The new filter cannot be built.
     pub fn chain_new(&self, capacity: u64) -> anyhow::Result<()> {
         let seen = self.snapshot_stages();
         self.rotate(&seen, capacity)
@@ -316,49 +304,27 @@ impl CliFilter for FilterChain {
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         let mut done = 0;
-        while done < keys.len() {
+        loop {
             let stages = self.snapshot_stages();
             let (newest, older) = stages.split_last().expect("a chain has a filter");
-            if older.is_empty() {
+            let (keys, out) = (&keys[done..], &mut out[done..]);
+            let result = if older.is_empty() {
                 // The common case: one filter, the batch path with prefetching.
-                match newest
+                newest
                     .filter
-                    .insert_unique_many(&keys[done..], &mut out[done..])
-                {
-                    Ok(()) => {
-                        self.close_if_grown(&stages)?;
-                        return Ok(());
-                    }
-                    Err(e) => {
-                        done += e.failed_at;
-                        self.rotate_after(&stages, e.error)?;
-                    }
+                    .insert_unique_many(keys, out)
+                    .map_err(|e| (e.failed_at, e.error))
+            } else {
+                insert_unique_each(&newest.filter, older, keys, out)
+            };
+            match result {
+                Ok(()) => return self.close_if_grown(&stages),
+                Err((at, e)) => {
+                    done += at;
+                    self.rotate_after(&stages, e)?;
                 }
-                continue;
-            }
-            while done < keys.len() {
-                let hash = Filter::hash_bytes(&newest.filter, keys[done]);
-                if older.iter().any(|s| s.filter.contains_hash(hash)) {
-                    out[done] = false;
-                    done += 1;
-                    continue;
-                }
-                match newest.filter.insert_unique_hash(hash) {
-                    Ok(new) => {
-                        out[done] = new;
-                        done += 1;
-                    }
-                    Err(e) => {
-                        self.rotate_after(&stages, e)?;
-                        break;
-                    }
-                }
-            }
-            if done == keys.len() {
-                self.close_if_grown(&stages)?;
             }
         }
-        Ok(())
     }
 
     fn describe(&self) -> String {
@@ -389,6 +355,22 @@ impl CliFilter for FilterChain {
         let tag = tag_of(hash, self.fingerprint_bits);
         ((tag * parts as u64) >> self.fingerprint_bits) as usize
     }
+}
+
+/// `insert_unique` of each of `keys` into `newest` unless an `older`
+/// filter holds it; on an error, the index of the key that failed.
+fn insert_unique_each(
+    newest: &CuckooFilter,
+    older: &[Arc<Stage>],
+    keys: &[&[u8]],
+    out: &mut [bool],
+) -> Result<(), (usize, InsertError)> {
+    for (i, (key, new)) in keys.iter().zip(out.iter_mut()).enumerate() {
+        let hash = Filter::hash_bytes(newest, key);
+        *new = !older.iter().any(|s| s.filter.contains_hash(hash))
+            && newest.insert_unique_hash(hash).map_err(|e| (i, e))?;
+    }
+    Ok(())
 }
 
 /// The tag koel's cuckoo filter derives from `hash` (its top bits onto

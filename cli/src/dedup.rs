@@ -5,7 +5,6 @@ mod engine;
 mod exact;
 
 pub use engine::{run, ExactTotals, Options, Totals};
-pub use exact::ExactSet;
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
@@ -84,11 +83,6 @@ pub struct Args {
 /// Everything that can fail for a reason other than I/O (sizing, the
 /// state file, its compatibility with the options) is decided before the
 /// first record is written.
-///
-/// # Errors
-///
-/// Missing or unreadable input, unwritable output, a filter that cannot be
-/// built, a state file that cannot meet `--fpr`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     let mut inputs = Inputs::open(args.input.paths())?;
@@ -102,12 +96,12 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             prepare_state(&chain, &args, expected, path)?;
             chain
         }
-        Some(path) => {
-            // Fail now, not after the whole input.
-            output::check(path)?;
+        state => {
+            if let Some(path) = state {
+                output::check(path)?; // fail now, not after the whole input
+            }
             FilterChain::new(expected, bits, args.run.seed, budget)?
         }
-        None => FilterChain::new(expected, bits, args.run.seed, budget)?,
     };
 
     // Output files follow the rule of `crate::output`: replaced only at
@@ -125,7 +119,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         }
     };
     let mut output: Box<dyn Write + Send + '_> = match &mut file_output {
-        Some(stream) => Box::new(BufWriter::with_capacity(1 << 20, stream)),
+        Some(stream) => Box::new(BufWriter::with_capacity(1 << 20, stream.file())),
         None => Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout())),
     };
     let chunk_bytes = usize::try_from(args.chunk_bytes)

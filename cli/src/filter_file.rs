@@ -1,14 +1,8 @@
 //! Filter files as koel writes them, read by every command that takes one
 //! (`info`, `verify`, `query`, `dedup --state`): one filter in the
-//! library's format (docs/format.md), or a chain of cuckoo filters, which
-//! `dedup --state` saves once a state had no room for a run:
-//!
-//! ```text
-//! "KOELCHN1"  count: u32 little-endian  filter 1 ... filter count
-//! ```
-//!
-//! each filter a whole file of the library's format (`write_to`), back to
-//! back. This module is the only reader and writer of that framing.
+//! library's format, or a chain of cuckoo filters, which `dedup --state`
+//! saves once a state had no room for a run (framing in docs/format.md,
+//! "Filter chains"; this module is its only reader and writer).
 //!
 //! A chain's count is checked against the file's length before anything
 //! is allocated for it; every filter hashes alike (same seed, same tag
@@ -57,10 +51,6 @@ impl FileProblem {
     /// Ends `info` or `verify`: an unreadable file is an error (exit 2),
     /// an invalid one a failed check (exit 1) with `prefix` and the reason
     /// on one line.
-    ///
-    /// # Errors
-    ///
-    /// [`FileProblem::Unreadable`].
     pub fn report(self, prefix: &str) -> anyhow::Result<crate::Outcome> {
         match self {
             FileProblem::Unreadable(e) => Err(e),
@@ -82,10 +72,6 @@ impl FileProblem {
 }
 
 /// Writes `filters` as a chain file.
-///
-/// # Errors
-///
-/// Any error of `w`.
 pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
     let count = u32::try_from(filters.len())
         .ok()
@@ -101,10 +87,6 @@ pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<(
 
 /// Saves `filters` (hashing alike) to `path` atomically: one filter as
 /// the library's own file, more as a chain file.
-///
-/// # Errors
-///
-/// Any I/O error; `path` is then unchanged.
 pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
@@ -119,7 +101,7 @@ pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     out.commit()
 }
 
-/// A filter file, loaded.
+/// A filter file's contents, loaded or to be saved.
 pub enum Loaded {
     /// One cuckoo filter.
     Cuckoo(CuckooFilter),
@@ -138,15 +120,19 @@ impl Loaded {
             Loaded::Chain(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
         }
     }
+
+    /// Saves the filters to `path` atomically.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        match self {
+            Loaded::Cuckoo(f) => f.save(path),
+            Loaded::Bloom(f) => f.save(path),
+            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
+        }
+    }
 }
 
 /// Loads `path` as one filter (`query`): either kind, or a chain of
 /// cuckoo filters that answers "maybe" if any of them does.
-///
-/// # Errors
-///
-/// The file cannot be read, or is not an intact filter file (one line
-/// naming it).
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => Box::new(f),
@@ -167,10 +153,6 @@ pub struct Inspected {
 }
 
 /// Loads `path`: a filter of either kind, or a chain.
-///
-/// # Errors
-///
-/// The file cannot be read, or is not an intact filter file.
 pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
     match read_framing(path)? {
         Opened::Single => load_single(path),
@@ -203,11 +185,6 @@ fn load_single(path: &Path) -> Result<Loaded, FileProblem> {
 
 /// Reads the header and checksum of `path`'s filters (streaming, one
 /// buffer), stopping at the first problem.
-///
-/// # Errors
-///
-/// The file cannot be read, or a header (of the file, of the chain, of a
-/// filter in it) is not valid.
 pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
     match read_framing(path)? {
         Opened::Single => {
@@ -235,22 +212,17 @@ pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
                     })
                 });
                 filters.push(info);
-                Ok(match why {
-                    Some(why) => {
-                        problem = Some(format!("filter {k} of {count}: {why}"));
-                        false
-                    }
-                    None => true,
-                })
+                problem = why.map(|why| format!("filter {k} of {count}: {why}"));
+                Ok(problem.is_none())
             });
             match walked {
                 Ok(()) => {}
                 Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
                 Err(e) => return Err(e),
             }
-            if problem.is_none() {
-                problem = check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err();
-            }
+            let problem = problem.or_else(|| {
+                check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err()
+            });
             Ok(Inspected {
                 chain: Some(count),
                 filters,

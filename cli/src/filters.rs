@@ -61,11 +61,8 @@ pub trait CliFilter: Filter {
     }
 
     /// `out[i] = insert_unique(keys[i])`, in order; a key repeated within
-    /// `keys` is inserted once.
-    ///
-    /// # Errors
-    ///
-    /// The first insert that failed; `out` is filled up to it.
+    /// `keys` is inserted once. On an error, `out` is filled up to the
+    /// insert that failed.
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         for (key, new) in keys.iter().zip(out.iter_mut()) {
             *new = self.insert_unique_hash(self.hash_bytes(key))?;
@@ -232,15 +229,25 @@ pub enum KindArg {
     LossyTestDouble,
 }
 
-/// A new, empty cuckoo filter's false-positive rate at full load (95% /
-/// 96% load, generation 0): what a layout reaches without growing.
-pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
-    let (values, lanes, load) = if fingerprint_bits == 12 {
-        (4094.0f64, 5.0, 0.96)
+/// The load a cuckoo layout reaches before it must grow.
+pub fn full_load(fingerprint_bits: u32) -> f64 {
+    if fingerprint_bits == 12 {
+        0.96
     } else {
-        (65534.0f64, 4.0, 0.95)
+        0.95
+    }
+}
+
+/// A new cuckoo filter's false-positive rate at [`full_load`]: what a
+/// layout reaches without growing.
+pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
+    // Tag values (0 and all-ones are reserved) and tags per bucket.
+    let (values, lanes) = if fingerprint_bits == 12 {
+        (4094.0f64, 5.0)
+    } else {
+        (65534.0f64, 4.0)
     };
-    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
+    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * full_load(fingerprint_bits))
 }
 
 /// `capacity` as the builders take it, or why a filter that large cannot be.
@@ -251,10 +258,6 @@ fn items(capacity: u64) -> anyhow::Result<usize> {
 
 /// A cuckoo filter for `capacity` items (it doubles if more arrive, while
 /// its rate stays under `max_rate`): the one place the commands build one.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn cuckoo(
     capacity: u64,
     fingerprint_bits: u32,
@@ -276,10 +279,6 @@ pub fn cuckoo(
 }
 
 /// A Bloom filter for `capacity` items at `fpr`.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<BloomFilter> {
     let mut builder = BloomFilter::builder()
         .capacity(items(capacity)?)
@@ -294,10 +293,6 @@ pub fn bloom(capacity: u64, fpr: f64, seed: Option<u64>) -> anyhow::Result<Bloom
 
 /// The filter `kind` for `capacity` items (`stress`); a Bloom filter gets
 /// the rate the cuckoo layout `fingerprint_bits` reaches at full load.
-///
-/// # Errors
-///
-/// A build error (zero or absurd capacity, allocation refused) as one line.
 pub fn build(
     kind: KindArg,
     capacity: u64,

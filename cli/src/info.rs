@@ -25,10 +25,6 @@ pub struct Args {
 }
 
 /// Runs `koel info`.
-///
-/// # Errors
-///
-/// The file is missing or cannot be read.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
     let inspected = match filter_file::inspect(&args.file) {
@@ -111,17 +107,15 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
         info.seed,
         info.hash_algorithm_name()
     );
-    if let Some(growth) = info.growth {
-        let limits = format!(
-            "up to fpr {:.1e}{}",
+    match info.growth {
+        Some(koel::Growth::Fixed) => println!("{indent}growth       fixed (never grows)"),
+        Some(_) => println!(
+            "{indent}growth       doubles when full, up to fpr {:.1e}{}",
             info.max_false_positive_rate.unwrap_or(0.0),
             info.max_memory
                 .map_or(String::new(), |m| format!(", max memory {}", HumanBytes(m)))
-        );
-        match growth {
-            koel::Growth::Fixed => println!("{indent}growth       fixed (never grows)"),
-            _ => println!("{indent}growth       doubles when full, {limits}"),
-        }
+        ),
+        None => {}
     }
     match info.item_count {
         Some(items) if info.kind == FilterKind::Cuckoo => println!(

@@ -106,10 +106,6 @@ const MAX_WINDOWS: u64 = 256;
 
 impl Inputs {
     /// Opens every path (`-` is stdin; none at all means stdin).
-    ///
-    /// # Errors
-    ///
-    /// A path that cannot be opened, or is a directory.
     pub fn open(paths: &[PathBuf]) -> anyhow::Result<Self> {
         let mut sources = Vec::with_capacity(paths.len().max(1));
         for path in paths {
@@ -156,10 +152,6 @@ impl Inputs {
     /// [`records`](Self::records)) with a little room, since a filter is
     /// built for its capacity and not a slot more, plus
     /// [`DEFAULT_EXPECTED`] if some input is stdin or a pipe.
-    ///
-    /// # Errors
-    ///
-    /// A file cannot be read.
     pub fn expected_records(&self) -> anyhow::Result<u64> {
         let (records, unsized_input) = self.records()?;
         let sized = records + records / 64 + 1000;
@@ -171,10 +163,6 @@ impl Inputs {
     /// advance. A small file is counted; a large one is estimated from
     /// the newlines in windows spread evenly over all of it, so that no
     /// one region (a long first line) decides. Files are rewound.
-    ///
-    /// # Errors
-    ///
-    /// A file cannot be read.
     pub fn records(&self) -> anyhow::Result<(u64, bool)> {
         let mut records = 0u64;
         let mut unsized_input = false;

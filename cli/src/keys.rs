@@ -120,11 +120,8 @@ enum GenKind {
 }
 
 impl KeyGen {
-    /// The stream of thread `thread` of `threads` over `items` keys.
-    ///
-    /// # Errors
-    ///
-    /// If Zipf is asked for more than `u32::MAX` keys.
+    /// The stream of thread `thread` of `threads` over `items` keys (Zipf
+    /// takes at most `u32::MAX`).
     pub fn new(
         dist: KeyDist,
         items: u64,

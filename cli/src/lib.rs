@@ -24,35 +24,24 @@ pub mod query;
 pub mod stress;
 pub mod verify;
 
-/// How a command ended, as the process exit status.
+/// How a command ended: its exit status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Exit 0.
-    Success,
-    /// Exit 1: the command ran, and its check failed (stress saw a false
+    Success = 0,
+    /// The command ran, and its check failed (e.g. stress saw a false
     /// negative).
-    CheckFailed,
+    CheckFailed = 1,
 }
 
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).
 pub const EXIT_ERROR: u8 = 2;
-
-impl Outcome {
-    /// The process exit status.
-    pub fn code(self) -> u8 {
-        match self {
-            Outcome::Success => 0,
-            Outcome::CheckFailed => 1,
-        }
-    }
-}
 
 /// How `program` (`koel`, `koel-lab`) ends with a command's `result`:
 /// the outcome's status, or the error on one line of stderr (`{:#}`: its
 /// whole context chain) and [`EXIT_ERROR`].
 pub fn exit(program: &str, result: anyhow::Result<Outcome>) -> std::process::ExitCode {
     match result {
-        Ok(outcome) => std::process::ExitCode::from(outcome.code()),
+        Ok(outcome) => std::process::ExitCode::from(outcome as u8),
         Err(e) => {
             eprintln!("{program}: error: {e:#}");
             std::process::ExitCode::from(EXIT_ERROR)

@@ -1,22 +1,10 @@
-//! How every command writes its files: one rule, so that no command
-//! damages what it was given.
-//!
-//! * An output that is a regular file (or does not exist yet) is written
-//!   to a temporary file in its directory and renamed over it only when
-//!   the command succeeds, as `sort -o` does: an output may be one of the
-//!   inputs (`koel dedup f.txt -o f.txt`), a failed command leaves the old
-//!   file as it was, and the new file keeps the old one's permissions. On
-//!   Linux the temporary file has no name until it is complete, so a
-//!   killed command leaves nothing partial behind.
-//! * A symbolic link is followed: the file it names is replaced, the link
-//!   stays.
-//! * Anything else (a directory, a device, a FIFO, a socket) is refused,
-//!   except by `dedup -o`, which streams records into a FIFO or a device
-//!   (`-o /dev/null`) as it would into stdout.
-//! * `dedup` refuses a stdout redirected to one of its input files
-//!   (`koel dedup f.txt >> f.txt`), as `cat` does.
-//!
-//! The mechanism is the library's [`koel::AtomicFile`], which `save` uses.
+//! How every command writes its files, so that none damages what it was
+//! given: an output that is a regular file (or does not exist yet) is
+//! written to a temporary file and renamed over it only when the command
+//! succeeds ([`koel::AtomicFile`], as `sort -o`), so an output may be one
+//! of the inputs and a failed command leaves the old file. A symbolic link
+//! is written through; anything else that is not a regular file is
+//! refused, except by `dedup -o`, which streams into a FIFO or a device.
 
 use anyhow::Context;
 use koel::AtomicFile;
@@ -26,11 +14,6 @@ use std::path::{Path, PathBuf};
 
 /// Fails early, before long work, if `path` cannot be written as an
 /// output file; creates nothing.
-///
-/// # Errors
-///
-/// `path` is not a regular file, or its directory is not writable (one
-/// line, naming it).
 pub fn check(path: &Path) -> anyhow::Result<()> {
     AtomicFile::create(path)
         .map(drop)
@@ -38,10 +21,6 @@ pub fn check(path: &Path) -> anyhow::Result<()> {
 }
 
 /// Writes `bytes` to `path` under the rule above (plots, reports).
-///
-/// # Errors
-///
-/// As [`check`], or any I/O error (the old file is then untouched).
 pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let context = || format!("cannot write {}", path.display());
     let mut out = AtomicFile::create(path).with_context(context)?;
@@ -61,11 +40,6 @@ pub enum Stream {
 
 impl Stream {
     /// Opens `path` for streaming.
-    ///
-    /// # Errors
-    ///
-    /// A directory or socket, an unwritable directory, or a FIFO or device
-    /// that cannot be opened for writing.
     pub fn create(path: &Path) -> anyhow::Result<Stream> {
         let context = || format!("cannot write {}", path.display());
         match std::fs::metadata(path) {
@@ -80,30 +54,19 @@ impl Stream {
         }
     }
 
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut File {
+        match self {
+            Stream::Replace(f) => f.file(),
+            Stream::Through(f) => f,
+        }
+    }
+
     /// Puts the output in place (a regular file), or flushes it.
-    ///
-    /// # Errors
-    ///
-    /// Any I/O error; a regular file is then as it was.
     pub fn finish(self) -> io::Result<()> {
         match self {
             Stream::Replace(f) => f.commit(),
             Stream::Through(mut f) => f.flush(),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Replace(f) => f.write(buf),
-            Stream::Through(f) => f.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Replace(f) => f.flush(),
-            Stream::Through(f) => f.flush(),
         }
     }
 }
@@ -129,10 +92,6 @@ fn identity(m: &std::fs::Metadata) -> (u64, u64) {
 
 /// Fails if stdout is a regular file that is also one of `inputs` (`koel
 /// dedup f.txt >> f.txt`): the command would read what it writes.
-///
-/// # Errors
-///
-/// One line naming the input.
 #[cfg(unix)]
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
     use std::os::fd::AsFd;
@@ -164,10 +123,6 @@ pub fn refuse_stdout_onto(_inputs: &[PathBuf]) -> anyhow::Result<()> {
 
 /// Fails if two outputs of one command are the same file (the last would
 /// silently win).
-///
-/// # Errors
-///
-/// One line naming both.
 pub fn refuse_same_file(a: &Path, a_what: &str, b: &Path, b_what: &str) -> anyhow::Result<()> {
     if canonical(a) == canonical(b) {
         anyhow::bail!(
@@ -182,18 +137,14 @@ pub fn refuse_same_file(a: &Path, a_what: &str, b: &Path, b_what: &str) -> anyho
 /// `path` with its directory's symbolic links and `.`/`..` resolved, and
 /// its own link followed if it is one; as given if that fails.
 fn canonical(path: &Path) -> PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
-    }
-    match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => {
-            let dir = if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            };
-            std::fs::canonicalize(dir).map_or_else(|_| path.to_path_buf(), |d| d.join(name))
+    std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        match (
+            std::fs::canonicalize(dir.unwrap_or(Path::new("."))),
+            path.file_name(),
+        ) {
+            (Ok(dir), Some(name)) => dir.join(name),
+            _ => path.to_path_buf(),
         }
-        _ => path.to_path_buf(),
-    }
+    })
 }

@@ -2,15 +2,11 @@
 
 use std::time::Duration;
 
-/// A count such as `1000000`, `1_000_000`, `500k`, `1.5k`, `8.2M`, `2G`
-/// or `1e6`: a decimal number, times 10^3, 10^6 or 10^9 for a `k`, `M`
-/// or `G` suffix, that must come out whole. Computed in decimal, not in
-/// floating point (where 8.2 x 10^6 is 8199999.999999999).
-///
-/// # Errors
-///
-/// A one-line message for anything else: not a number, not whole after
-/// scaling (`1.5`, `0.0005k`), below 1, above 10^15.
+/// A count from 1 to 10^15 such as `1000000`, `1_000_000`, `500k`,
+/// `1.5k`, `8.2M`, `2G` or `1e6`: a decimal number, times 10^3, 10^6 or
+/// 10^9 for a `k`, `M` or `G` suffix, that must come out whole (not `1.5`
+/// or `0.0005k`). Computed in decimal, not in floating point (where
+/// 8.2 x 10^6 is 8199999.999999999).
 pub fn count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_').collect();
     let (number, scale) = match t.chars().last() {
@@ -39,10 +35,8 @@ pub fn count(s: &str) -> Result<u64, String> {
     if d.digits.len() as i64 + exponent > 16 {
         return Err(format!("{s:?} is absurdly large (at most 10^15)"));
     }
-    let mut value: u64 = d.digits.parse().expect("at most 16 decimal digits");
-    for _ in 0..exponent {
-        value *= 10;
-    }
+    let value =
+        d.digits.parse::<u64>().expect("at most 16 decimal digits") * 10u64.pow(exponent as u32);
     if value > 1_000_000_000_000_000 {
         return Err(format!("{s:?} is absurdly large (at most 10^15)"));
     }
@@ -105,12 +99,8 @@ impl Decimal {
     }
 }
 
-/// A duration: seconds (`10`, `2.5`, `10s`) or milliseconds (`500ms`).
-///
-/// # Errors
-///
-/// A one-line message for anything else, or a duration outside
-/// 1 ms..=1 day.
+/// A duration from 1 ms to 1 day: seconds (`10`, `2.5`, `10s`) or
+/// milliseconds (`500ms`).
 pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (number, unit) = if let Some(n) = t.strip_suffix("ms") {
@@ -132,10 +122,6 @@ pub fn duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A field delimiter: one byte, or `tab`.
-///
-/// # Errors
-///
-/// Anything longer, empty, or a newline.
 pub fn delimiter(s: &str) -> Result<u8, String> {
     match s {
         "tab" | "\\t" => Ok(b'\t'),
@@ -147,10 +133,6 @@ pub fn delimiter(s: &str) -> Result<u8, String> {
 }
 
 /// A fraction in `0..=1`.
-///
-/// # Errors
-///
-/// A one-line message for anything else.
 pub fn fraction(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -158,11 +140,8 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A filter's false-positive rate: above 0 and below 1.
-///
-/// # Errors
-///
-/// A one-line message for anything else; 0 says why no filter can have it.
+/// A filter's false-positive rate: above 0 and below 1 (the error for 0
+/// says why no filter can have it).
 pub fn probability(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v > 0.0 && v < 1.0 => Ok(v),

@@ -30,10 +30,6 @@ pub struct Args {
 }
 
 /// Runs `koel query`.
-///
-/// # Errors
-///
-/// The file cannot be loaded, or stdin or stdout fail.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let filter = crate::filter_file::open(&args.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());

@@ -95,11 +95,6 @@ fn tag_bits(s: &str) -> Result<u32, String> {
 }
 
 /// Runs `koel stress`.
-///
-/// # Errors
-///
-/// Bad option combinations, a filter that cannot be built, an unwritable
-/// plot file.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     if args.run.quiet {
@@ -154,7 +149,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             serde_json::to_string_pretty(&report).context("cannot encode the report as JSON")?
         );
     } else {
-        print!("{}", report.text());
+        print!("{report}");
     }
     if let (Some(path), false) = (&args.plot, args.json) {
         println!("plot         {}", path.display());

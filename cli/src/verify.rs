@@ -25,10 +25,6 @@ pub struct Args {
 }
 
 /// Runs `koel verify`.
-///
-/// # Errors
-///
-/// The file cannot be opened.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let path = &args.file;
     let prefix = format!("koel verify: {}: FAILED: ", path.display());

@@ -38,9 +38,7 @@ pub struct Options {
 /// Counts of a finished run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
-    /// Input bytes.
     pub bytes_in: u64,
-    /// Input records.
     pub records_in: u64,
     /// Records written.
     pub records_out: u64,
@@ -183,6 +181,7 @@ impl<'p> Chunk<'p> {
 }
 
 /// A piece cut into records and keys (offsets relative to the piece).
+#[derive(Default)]
 struct Prepared {
     /// Where each record ends (exclusive, before its newline); the next
     /// record starts one byte later.
@@ -208,11 +207,7 @@ fn prepare<F: CliFilter + ?Sized>(
     threads: usize,
     filter: &F,
 ) -> Prepared {
-    let mut p = reuse.unwrap_or_else(|| Prepared {
-        ends: Vec::new(),
-        parts: Vec::new(),
-        passthrough: Vec::new(),
-    });
+    let mut p = reuse.unwrap_or_default();
     p.ends.clear();
     p.passthrough.clear();
     p.parts.resize_with(threads, Vec::new);
@@ -261,12 +256,6 @@ const DEPTH: usize = 4;
 /// Dedups `input` into `output` with `filter`. `progress` is called with
 /// the bytes of each chunk read. With [`Options::exact`], what the exact
 /// sets held comes back too.
-///
-/// # Errors
-///
-/// Reading or writing failed, or the filter is full, or (with
-/// [`Options::exact`]) no memory is left for the exact set; the message
-/// says which.
 pub fn run<F: CliFilter + ?Sized>(
     filter: &F,
     input: &mut (dyn Read + Send),

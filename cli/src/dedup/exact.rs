@@ -30,12 +30,8 @@ impl Hasher for LowBits {
     fn finish(&self) -> u64 {
         self.0
     }
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `u128` keys reach this hasher; a byte slice is folded in
-        // for completeness.
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u128 keys are hashed")
     }
     fn write_u128(&mut self, v: u128) {
         self.0 = v as u64;
@@ -60,11 +56,8 @@ impl ExactSet {
         }
     }
 
-    /// Records `key`; `true` if it was not there yet.
-    ///
-    /// # Errors
-    ///
-    /// The table must double and the allocator refuses.
+    /// Records `key`; `true` if it was not there yet (an error if the
+    /// table must double and the allocator refuses).
     #[inline]
     pub fn insert(&mut self, key: &[u8]) -> Result<bool, TryReserveError> {
         self.seen.try_reserve(1)?;
@@ -74,11 +67,6 @@ impl ExactSet {
     /// Distinct keys held.
     pub fn len(&self) -> usize {
         self.seen.len()
-    }
-
-    /// Whether no key is held.
-    pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
     }
 
     /// Bytes of the table (slots, not counting the allocator's rounding).

@@ -34,11 +34,7 @@ impl Word {
 }
 
 impl Truth {
-    /// `items` keys, all absent.
-    ///
-    /// # Errors
-    ///
-    /// If the allocator refuses the words (4 bytes per key).
+    /// `items` keys, all absent (4 bytes each, allocated fallibly).
     pub fn new(items: u64) -> anyhow::Result<Self> {
         let n = usize::try_from(items)?;
         let mut words = Vec::new();

@@ -17,10 +17,6 @@ const OP_COLORS: [RGBColor; 3] = [
 const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
 
 /// Writes the stress plot of `report` to `path`.
-///
-/// # Errors
-///
-/// Drawing failed or the file cannot be written.
 pub fn stress(path: &Path, report: &StressReport) -> anyhow::Result<()> {
     let mut svg = String::new();
     draw(&mut svg, report).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
@@ -39,10 +35,9 @@ fn draw(svg: &mut String, report: &StressReport) -> DrawResult {
     Ok(())
 }
 
-fn throughput(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    r: &StressReport,
-) -> DrawResult {
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn throughput(area: &Area<'_>, r: &StressReport) -> DrawResult {
     let points: Vec<(f64, f64)> = r
         .timeline
         .iter()
@@ -120,10 +115,7 @@ fn throughput(
     legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
-fn latency(
-    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    r: &StressReport,
-) -> DrawResult {
+fn latency(area: &Area<'_>, r: &StressReport) -> DrawResult {
     let names: Vec<&str> = PERCENTILES.iter().map(|p| p.0).chain(["max"]).collect();
     let series: Vec<(&str, Vec<u64>)> = r
         .latency

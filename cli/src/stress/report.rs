@@ -4,61 +4,47 @@ use super::check::CheckReport;
 use crate::filters::Snapshot;
 use crate::human::{self, HumanBytes, HumanCount};
 use crate::latency::LatencySummary;
-use std::fmt::Write as _;
+use std::fmt;
 
 /// Everything a stress run measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct StressReport {
     /// The filter, described.
     pub filter: String,
-    /// Worker threads.
     pub threads: usize,
     /// Distinct keys.
     pub items: u64,
-    /// Filter capacity asked for.
     pub capacity: u64,
     /// Key distribution.
     pub keys: String,
-    /// Operation weights.
     pub mix: String,
     /// Seed of the key streams (rerun with `--seed` to repeat them).
     pub seed: u64,
-    /// Keys inserted before the timed run.
     pub prefilled: u64,
-    /// Seconds the prefill took.
     pub prefill_secs: f64,
     /// Table generation when the timed run started (after the prefill).
     pub start_generation: u32,
-    /// Seconds of the timed run.
     pub duration_secs: f64,
     /// Filter operations in the timed run.
     pub ops: u64,
-    /// `ops / duration_secs`.
     pub ops_per_sec: f64,
-    /// Count and rate per operation.
     pub per_op: Vec<OpReport>,
     /// One operation in this many was timed.
     pub latency_sample_every: u64,
-    /// Latency percentiles per operation.
     pub latency: Vec<LatencySummary>,
-    /// The filter after the run.
     pub snapshot: Snapshot,
     /// Table doublings seen during the run.
     pub growth_events: Vec<GrowthEvent>,
     /// Throughput (and load, where sampled) every 100 ms.
     pub timeline: Vec<TimelinePoint>,
-    /// The ground-truth check.
     pub check: CheckReport,
 }
 
 /// Count and rate of one operation.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct OpReport {
-    /// `read`, `insert` or `remove`.
     pub op: String,
-    /// Operations done.
     pub count: u64,
-    /// Per second.
     pub per_sec: f64,
 }
 
@@ -67,9 +53,7 @@ pub struct OpReport {
 pub struct GrowthEvent {
     /// Seconds into the run (within 100 ms of the event).
     pub t_secs: f64,
-    /// The new generation.
     pub generation: u32,
-    /// Items in the filter then.
     pub len: u64,
 }
 
@@ -78,21 +62,14 @@ pub struct GrowthEvent {
 pub struct TimelinePoint {
     /// Seconds into the run at the end of the interval.
     pub t_secs: f64,
-    /// Operations per second over the interval.
     pub ops_per_sec: f64,
     /// Load factor, on the ticks where it was sampled.
     pub load_factor: Option<f64>,
 }
 
-impl StressReport {
-    /// The human-readable report.
-    pub fn text(&self) -> String {
-        let mut s = String::new();
-        let _ = self.write_text(&mut s);
-        s
-    }
-
-    fn write_text(&self, s: &mut String) -> std::fmt::Result {
+/// The text report.
+impl fmt::Display for StressReport {
+    fn fmt(&self, s: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             s,
             "koel stress: {}; {} threads; {} keys ({}); mix {}",

@@ -23,13 +23,11 @@ const TICK: Duration = Duration::from_millis(100);
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// Worker threads.
     pub threads: usize,
     /// Distinct keys.
     pub items: u64,
     /// Capacity the filter was built with (for the report).
     pub capacity: u64,
-    /// Operation weights.
     pub mix: Mix,
     /// Timed run length.
     pub duration: Duration,
@@ -88,12 +86,6 @@ impl WorkerResult {
 }
 
 /// Runs the stress test on `filter` (which must be empty).
-///
-/// # Errors
-///
-/// If the configuration is inconsistent (no threads, fewer keys than
-/// threads, a remove mix on a kind that cannot remove) or a key stream
-/// cannot be made.
 pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressReport> {
     let threads = config.threads;
     if threads == 0 || config.items < threads as u64 {
@@ -226,46 +218,48 @@ fn prefill(shared: &Shared<'_>) -> anyhow::Result<u64> {
         Some(config.items),
         "{spinner} prefill [{bar:30}] {pos}/{len} keys",
     );
-    let outcome = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let bar = &bar;
-                scope.spawn(move || -> Result<u64, InsertError> {
-                    let mut buf = [0u8; 32];
-                    let mut n = 0;
-                    for k in (t..config.items).step_by(threads as usize) {
-                        if k % 65_536 == t {
-                            bar.inc(65_536);
-                        }
-                        if !starts_present(k, config.prefill, config.seed) {
-                            continue;
-                        }
-                        let f = shared.filter;
-                        let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
-                        let before = shared.truth.own(k);
-                        if f.insert_unique_hash(h)? {
-                            shared.truth.set(k, before, true);
-                            n += 1;
-                        }
-                    }
-                    Ok(n)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or(Err(InsertError::Full)))
-            .collect::<Result<Vec<u64>, _>>()
-    });
+    let outcome = on_threads(config.threads, |t| -> Result<u64, InsertError> {
+        let t = t as u64;
+        let mut buf = [0u8; 32];
+        let mut n = 0;
+        for k in (t..config.items).step_by(threads as usize) {
+            if k % 65_536 == t {
+                bar.inc(65_536);
+            }
+            if !starts_present(k, config.prefill, config.seed) {
+                continue;
+            }
+            let f = shared.filter;
+            let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
+            let before = shared.truth.own(k);
+            if f.insert_unique_hash(h)? {
+                shared.truth.set(k, before, true);
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+    .into_iter()
+    .map(|r| r.unwrap_or(Err(InsertError::Full)))
+    .sum::<Result<u64, _>>();
     bar.finish_and_clear();
-    match outcome {
-        Ok(counts) => Ok(counts.iter().sum()),
-        Err(e) => bail!(
+    outcome.or_else(|e| {
+        bail!(
             "prefill of {:.0}% of {} keys failed: {e} (raise --capacity or lower --prefill)",
             config.prefill * 100.0,
             config.items
-        ),
-    }
+        )
+    })
+}
+
+/// `f(t)` for `t` in `0..threads`, each on a thread of its own; `None`
+/// where `f` panicked.
+fn on_threads<R: Send>(threads: usize, f: impl Fn(usize) -> R + Sync) -> Vec<Option<R>> {
+    std::thread::scope(|scope| {
+        let f = &f;
+        let workers: Vec<_> = (0..threads).map(|t| scope.spawn(move || f(t))).collect();
+        workers.into_iter().map(|w| w.join().ok()).collect()
+    })
 }
 
 /// The key of thread `t` nearest to `k`: keys are owned round-robin.
@@ -460,27 +454,19 @@ fn final_sweep(shared: &Shared<'_>, check: &mut CheckReport) {
 fn lookups(shared: &Shared<'_>, keys: &[u64], found: bool) -> Vec<u64> {
     let (config, f) = (shared.config, shared.filter);
     let chunk = keys.len().div_ceil(config.threads).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = keys
-            .chunks(chunk)
-            .map(|keys| {
-                scope.spawn(move || {
-                    let mut buf = [0u8; 32];
-                    keys.iter()
-                        .copied()
-                        .filter(|&k| {
-                            let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
-                            f.contains_hash(h) == found
-                        })
-                        .collect::<Vec<u64>>()
-                })
+    let found_in = |keys: &[u64]| -> Vec<u64> {
+        let mut buf = [0u8; 32];
+        keys.iter()
+            .copied()
+            .filter(|&k| {
+                f.contains_hash(f.hash_bytes(key_bytes(config.keys, k, &mut buf))) == found
             })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
             .collect()
-    })
+    };
+    on_threads(config.threads, |t| keys.chunks(chunk).nth(t).map(found_in))
+        .into_iter()
+        .flat_map(|r| r.flatten().unwrap_or_default())
+        .collect()
 }
 
 #[cfg(test)]
