@@ -378,7 +378,7 @@ impl CuckooFilter {
         loop {
             let t = self.table();
             let r = match t.migration() {
-                None => with_layout!(self, L => ops::remove::<L>(t, t.geometry().locate::<L>(hash), &self.counters))
+                None => with_layout!(self, L => ops::remove::<L>(t, hash, &self.counters))
                     .map_err(Retry::from),
                 Some(m) => {
                     let r = with_layout!(self, L => migrating::remove::<L>(t, m, t.geometry().locate::<L>(hash), &self.counters));

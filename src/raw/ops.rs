@@ -407,9 +407,9 @@ fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Resu
     Ok(present_in_pair::<L>(t, tag, i1, i2))
 }
 
-/// Removes one copy of the tag of `at`; `false` if neither bucket holds one.
-pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<bool, Sealed> {
-    let Located { tag, i1, i2 } = at;
+/// Removes one copy of the tag of hash `h`; `false` if neither bucket holds one.
+pub(crate) fn remove<L: Layout>(t: &Table, h: u64, c: &Counters) -> Result<bool, Sealed> {
+    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h);
     let shard = c.shard();
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.
@@ -417,7 +417,7 @@ pub(crate) fn remove<L: Layout>(t: &Table, at: Located, c: &Counters) -> Result<
     #[cfg(loom)]
     let _lock = broken::unless(t, Canary::UnlockedRemove, _lock);
     pause::here(pause::Point::RemoveHeld, pause::At { a: i1, b: i2, tag });
-    let removed = take::<L>(t.word(i1), tag, shard) || take::<L>(t.word(i2), tag, shard);
+    let removed = take::<L>(word1, tag, shard) || take::<L>(word2, tag, shard);
     if removed {
         shard.add_len(-1);
         // Inserts at the growth cap may search again.
