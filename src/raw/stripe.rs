@@ -2,10 +2,11 @@
 //! each other and readers compare to validate a miss.
 //!
 //! `stripes[s]` is a version word per group of bucket *pairs*
-//! (`s = min(i, j) mod stripes`). Writers that must exclude each other on a
-//! pair (a displacement hop, `remove`, `insert_unique`, and `clear` and a
-//! save, which hold them all) take it with a CAS that sets its [`HELD`] bit
-//! and release it by storing the next free value. Readers never write it:
+//! (`s = (i XOR j) mod stripes`, see `Table::stripe_index`). Writers that
+//! must exclude each other on a pair (a displacement hop, `remove`,
+//! `insert_unique`, and `clear` and a save, which hold them all) take it
+//! with a CAS that sets its [`HELD`] bit and release it by storing the
+//! next free value. Readers never write it:
 //! they read it before and after their two bucket loads and trust what
 //! they read only if it did not change (see `ops.rs` for why that is
 //! enough). The word is
