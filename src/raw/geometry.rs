@@ -226,6 +226,23 @@ mod tests {
         check::<L16x4>(MAX_M0, 0);
     }
 
+    /// `Table::candidates` reads words unchecked on `new`'s promise, so
+    /// `new` itself refuses every shape `locate` could leave.
+    #[test]
+    fn new_refuses_shapes_whose_buckets_locate_could_leave() {
+        for (m0, g) in [
+            (MIN_M0 + 1, 0),
+            (MIN_M0 - 2, 0),
+            (MAX_M0 + 2, 0),
+            (64, 59),
+            (64, 64),
+        ] {
+            let made = std::panic::catch_unwind(|| Geometry::new(m0, g));
+            assert!(made.is_err(), "m0 {m0}, generation {g} was accepted");
+        }
+        assert_eq!(Geometry::new(64, 57).buckets(), 1 << 63);
+    }
+
     #[test]
     fn checked_refuses_what_the_engine_cannot_run() {
         use GeometryError::*;
