@@ -1,10 +1,9 @@
 //! Batch operations: one writer announcement and software prefetch across
 //! many keys.
 
-use super::{with_layout, CuckooFilter, LayoutKind};
+use super::{with_layout, CuckooFilter};
 use crate::error::InsertError;
 use crate::raw::batch;
-use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
 
@@ -107,9 +106,12 @@ impl CuckooFilter {
         );
         let t = self.table();
         let hash = |i: usize| self.hash(&keys[i]);
+        // Loaded once: a level published during the call holds only keys
+        // inserted during it.
+        let leveled = self.upper.exists();
         let _ = with_layout!(self, L => batch::for_each::<L, Infallible>(t, 0, keys.len(), hash, |i, at| {
             out[i] = match ops::contains::<L>(t, at) {
-                Ok(found) => found,
+                Ok(found) => found || (leveled && self.contains_above(hash(i))),
                 // The table is migrating: this key takes the general path.
                 Err(Sealed) => self.contains_in(hash(i)),
             };
@@ -180,7 +182,8 @@ impl CuckooFilter {
                 Err(start)
             } else {
                 with_layout!(self, L => batch::for_each::<L, usize>(t, start, keys.len(), hash, |i, at| {
-                    match ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters) {
+                    let above = || self.upper.exists() && self.contains_above(hash(i));
+                    match ops::insert::<L>(t, at, unique, above, Search::UnlessHinted, &self.counters) {
                         Ok(inserted) => {
                             done(i, inserted);
                             Ok(())
@@ -189,7 +192,7 @@ impl CuckooFilter {
                         Err(failure) => {
                             // Start the doubling (or learn why not) here, so
                             // the general path below does not search again.
-                            match self.after_insert_failure(t, at, unique, failure) {
+                            match self.after_insert_failure(t, at, hash(i), unique, failure) {
                                 Ok(Some(inserted)) => {
                                     done(i, inserted);
                                     Ok(())

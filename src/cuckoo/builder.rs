@@ -162,6 +162,8 @@ impl CuckooFilterBuilder {
             counters: Counters::default(),
             writers: self.policy.writers(),
             policy: self.policy,
+            upper: super::levels::Upper::first(&self.policy),
+            route: super::levels::Route::new(layout),
         };
         #[cfg(loom)]
         {

@@ -3,7 +3,6 @@
 
 use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
-use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::geometry::{self, Geometry, Located};
 use crate::raw::migrate::Helped;
 use crate::raw::ops::{self, InsertFailure, Search};
@@ -92,12 +91,31 @@ impl CuckooFilter {
     /// (rather than the full hint), it arms the hint, searches once more
     /// and sets the hint only if that search fails too (see `room.rs`),
     /// so that later inserts skip the search until the next remove.
+    ///
+    /// A refusal because this level may not double again sends the insert
+    /// to the level above (`levels.rs`).
     #[cold]
     #[inline(never)]
     pub(crate) fn after_insert_failure(
         &self,
         t: &Table,
         at: Located,
+        hash: u64,
+        unique: bool,
+        failure: InsertFailure,
+    ) -> Result<Option<bool>, InsertError> {
+        match self.after_insert_failure_here(t, at, hash, unique, failure) {
+            Err(refusal) if self.goes_up(&refusal) => self.insert_above(t, hash, unique, refusal),
+            other => other,
+        }
+    }
+
+    /// `after_insert_failure` within this level.
+    fn after_insert_failure_here(
+        &self,
+        t: &Table,
+        at: Located,
+        hash: u64,
         unique: bool,
         failure: InsertFailure,
     ) -> Result<Option<bool>, InsertError> {
@@ -123,7 +141,8 @@ impl CuckooFilter {
             t.room().confirm(armed);
             return Err(refusal);
         }
-        let again = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::Always, &self.counters));
+        let above = || self.upper.exists() && self.contains_above(hash);
+        let again = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::Always, &self.counters));
         let outcome = match again {
             Ok(inserted) => Ok(Some(inserted)),
             Err(InsertFailure::Full { .. }) => {

@@ -2,8 +2,7 @@
 //! version stripe the way a writer does inside its critical section, so a
 //! test can show which operations go on meanwhile.
 
-use super::{with_layout, CuckooFilter, LayoutKind};
-use crate::raw::bucket::{L12x5, L16x4};
+use super::{with_layout, CuckooFilter};
 use crate::raw::stripe::StripeLock;
 
 impl CuckooFilter {

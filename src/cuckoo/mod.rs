@@ -5,6 +5,7 @@ mod builder;
 mod growth;
 #[cfg(any(test, loom))]
 mod hooks;
+pub(crate) mod levels;
 #[cfg(all(feature = "rayon", not(loom)))]
 mod parallel;
 mod pinned;
@@ -28,7 +29,7 @@ pub use stats::Stats;
 
 use crate::error::{BuildError, InsertError};
 use crate::hash::KeyHasher;
-use crate::raw::bucket::{L12x5, L16x4, Layout};
+use crate::raw::bucket::{L12x5, L16x4, L21x3, Layout};
 use crate::raw::counters::Counters;
 use crate::raw::migrating::{self, Retry};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
@@ -46,6 +47,8 @@ pub(crate) enum LayoutKind {
     Tags16x4,
     /// 12-bit tags, 5 per bucket.
     Tags12x5,
+    /// 21-bit tags, 3 per bucket: upper levels only (`levels.rs`).
+    Tags21x3,
 }
 
 impl LayoutKind {
@@ -53,6 +56,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Tags16x4 => L16x4::TAG_BITS,
             LayoutKind::Tags12x5 => L12x5::TAG_BITS,
+            LayoutKind::Tags21x3 => L21x3::TAG_BITS,
         }
     }
 
@@ -60,6 +64,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Tags16x4 => L16x4::LANES,
             LayoutKind::Tags12x5 => L12x5::LANES,
+            LayoutKind::Tags21x3 => L21x3::LANES,
         }
     }
 
@@ -68,6 +73,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Tags16x4 => L16x4::MAX_TAG,
             LayoutKind::Tags12x5 => L12x5::MAX_TAG,
+            LayoutKind::Tags21x3 => L21x3::MAX_TAG,
         }
     }
 
@@ -77,6 +83,7 @@ impl LayoutKind {
         match self {
             LayoutKind::Tags16x4 => 0.95,
             LayoutKind::Tags12x5 => 0.96,
+            LayoutKind::Tags21x3 => 0.90,
         }
     }
 }
@@ -87,14 +94,18 @@ impl LayoutKind {
 macro_rules! with_layout_kind {
     ($kind:expr, $L:ident => $body:expr) => {
         match $kind {
-            LayoutKind::Tags16x4 => {
-                type $L = L16x4;
+            $crate::cuckoo::LayoutKind::Tags16x4 => {
+                type $L = $crate::raw::bucket::L16x4;
                 $body
             }
-            LayoutKind::Tags12x5 => {
-                type $L = L12x5;
+            $crate::cuckoo::LayoutKind::Tags12x5 => {
+                type $L = $crate::raw::bucket::L12x5;
                 $body
             }
+            $crate::cuckoo::LayoutKind::Tags21x3 => $crate::cuckoo::levels::cold(|| {
+                type $L = $crate::raw::bucket::L21x3;
+                $body
+            }),
         }
     };
 }
@@ -167,6 +178,11 @@ pub struct CuckooFilter {
     /// replaced table's pages are released only when none can write them.
     writers: Writers,
     policy: GrowthPolicy,
+    /// The level above this one, once this level may not double again
+    /// (`levels.rs`).
+    upper: levels::Upper,
+    /// Which path `contains` takes: this layout's, or the levels' (`levels.rs`).
+    route: levels::Route,
 }
 
 impl CuckooFilter {
@@ -244,12 +260,21 @@ impl CuckooFilter {
     ) -> Result<bool, InsertError> {
         let t = self.table();
         if t.migration().is_none() {
-            let fast = with_layout!(self, L => ops::insert_hash::<L>(t, hash, unique, Search::UnlessHinted, &self.counters));
+            // An `insert_unique` also asks the levels above, under the
+            // pair's stripe; a plain insert never asks.
+            let fast = if unique {
+                let above = || self.upper.exists() && self.contains_above(hash);
+                with_layout!(self, L => ops::insert_hash::<L>(t, hash, true, above, Search::UnlessHinted, &self.counters))
+            } else {
+                with_layout!(self, L => ops::insert_hash::<L>(t, hash, false, ops::nowhere, Search::UnlessHinted, &self.counters))
+            };
             match fast {
                 Ok(inserted) => return Ok(inserted),
                 Err(failure) => {
                     let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
-                    if let Some(inserted) = self.after_insert_failure(t, at, unique, failure)? {
+                    if let Some(inserted) =
+                        self.after_insert_failure(t, at, hash, unique, failure)?
+                    {
                         return Ok(inserted);
                     }
                 }
@@ -272,12 +297,13 @@ impl CuckooFilter {
             match t.migration() {
                 None => {
                     let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
-                    let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, Search::UnlessHinted, &self.counters));
+                    let above = || self.upper.exists() && self.contains_above(hash);
+                    let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::UnlessHinted, &self.counters));
                     match r {
                         Ok(inserted) => return Ok(inserted),
                         Err(failure @ (InsertFailure::Full { .. } | InsertFailure::Saturated)) => {
                             if let Some(inserted) =
-                                self.after_insert_failure(t, at, unique, failure)?
+                                self.after_insert_failure(t, at, hash, unique, failure)?
                             {
                                 return Ok(inserted);
                             }
@@ -298,7 +324,8 @@ impl CuckooFilter {
                     }
                 }
                 Some(m) => {
-                    let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, &self.counters));
+                    let above = || self.upper.exists() && self.contains_above(hash);
+                    let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, above, &self.counters));
                     if !helped || r == Err(Retry::NeedRoom) {
                         // Also installs the successor once all is migrated.
                         self.help_migration(t, m);
@@ -315,10 +342,30 @@ impl CuckooFilter {
         }
     }
 
+    /// `contains` on every level. The route is the one byte the layout
+    /// dispatch reads anyway: a filter without levels goes straight to its
+    /// layout's lookup; one that has levels (or is one) takes the cold
+    /// path, which asks the levels above on a negative answer.
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: u64) -> bool {
+        match self.route.get() {
+            levels::Route::TAGS_16X4 => self.contains_here_in::<L16x4>(hash),
+            levels::Route::TAGS_12X5 => self.contains_here_in::<L12x5>(hash),
+            _ => self.contains_leveled(hash),
+        }
+    }
+
+    /// `contains` on this level alone.
+    #[inline(always)]
+    pub(crate) fn contains_here(&self, hash: u64) -> bool {
+        with_layout!(self, L => self.contains_here_in::<L>(hash))
+    }
+
+    /// `contains_here` for this level's layout `L`.
+    #[inline(always)]
+    fn contains_here_in<L: Layout>(&self, hash: u64) -> bool {
         let t = self.table();
-        match with_layout!(self, L => ops::contains_hash::<L>(t, hash)) {
+        match ops::contains_hash::<L>(t, hash) {
             Ok(found) => found,
             Err(Sealed) => self.read_slow(hash, |t, next, at| {
                 with_layout!(self, L => match next {
@@ -371,8 +418,19 @@ impl CuckooFilter {
         }
     }
 
+    /// `remove` on every level (see `levels.rs` for a filter that has
+    /// more than one).
     #[inline(always)]
-    pub(crate) fn remove_in(&self, hash: u64, _pin: &WriterPin) -> bool {
+    pub(crate) fn remove_in(&self, hash: u64, pin: &WriterPin) -> bool {
+        if self.upper.exists() {
+            return self.remove_leveled(hash);
+        }
+        self.remove_here(hash, pin)
+    }
+
+    /// `remove` on this level alone.
+    #[inline(always)]
+    pub(crate) fn remove_here(&self, hash: u64, _pin: &WriterPin) -> bool {
         let mut backoff = Backoff::default();
         let mut helped = false;
         loop {
@@ -398,8 +456,19 @@ impl CuckooFilter {
         }
     }
 
+    /// `count` summed over every level.
     #[inline(always)]
     pub(crate) fn count_in(&self, hash: u64) -> usize {
+        let here = self.count_here(hash);
+        if self.upper.exists() {
+            return here + self.count_above(hash);
+        }
+        here
+    }
+
+    /// `count` on this level alone.
+    #[inline(always)]
+    pub(crate) fn count_here(&self, hash: u64) -> usize {
         let t = self.table();
         match with_layout!(self, L => ops::count::<L>(t, t.geometry().locate::<L>(hash))) {
             Ok(n) => n,
@@ -553,7 +622,7 @@ impl CuckooFilter {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
         let t = self.table();
         match ops::contains_hash::<L16x4>(t, hash) {
-            Ok(found) => found,
+            Ok(found) => found || (self.upper.exists() && self.contains_above(hash)),
             Err(Sealed) => self.contains_in(hash),
         }
     }
@@ -602,7 +671,9 @@ impl CuckooFilter {
     /// Items stored: inserts minus removes. Exact when no writer runs
     /// concurrently; otherwise a value the count passed through recently.
     pub fn len(&self) -> usize {
-        self.counters.len().max(0) as usize
+        self.levels()
+            .map(|l| l.counters.len().max(0) as usize)
+            .sum()
     }
 
     /// Whether [`len`](Self::len) is 0.
@@ -610,10 +681,11 @@ impl CuckooFilter {
         self.len() == 0
     }
 
-    /// Tag slots in the table (`buckets * tags_per_bucket`). The first
+    /// Tag slots in the table (`buckets * tags_per_bucket`), summed over
+    /// the levels of a filter that has grown past its tag bits. The first
     /// [`InsertError::Full`] comes at about 95% of this.
     pub fn capacity(&self) -> usize {
-        self.slots(self.table())
+        self.levels().map(|l| l.slots(l.table())).sum()
     }
 
     /// Tag slots of table `t`.
@@ -631,8 +703,12 @@ impl CuckooFilter {
     /// by earlier doublings are not counted: see
     /// [`Stats::retired_bytes`].
     pub fn memory_usage(&self) -> usize {
-        let t = self.table();
-        t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
+        self.levels()
+            .map(|l| {
+                let t = l.table();
+                t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
+            })
+            .sum()
     }
 
     /// Bits per tag (16 or 12).
@@ -653,10 +729,16 @@ impl CuckooFilter {
     /// Expected false-positive rate of `contains` for an absent key at the
     /// current load: `1 - (1 - 2^g/V)^(2 * b * load)` for `V` tag values,
     /// `b` tags per bucket and `g` doublings so far (each doubling spends
-    /// one tag bit on addressing).
+    /// one tag bit on addressing); summed over the levels of a filter that
+    /// has them.
     pub fn false_positive_rate(&self) -> f64 {
+        self.levels().map(|l| l.level_false_positive_rate()).sum()
+    }
+
+    /// `false_positive_rate` of this level alone.
+    fn level_false_positive_rate(&self) -> f64 {
         let t = self.table();
-        let load = self.len() as f64 / self.slots(t) as f64;
+        let load = self.counters.len().max(0) as f64 / self.slots(t) as f64;
         self.layout
             .false_positive_rate_at(t.geometry().generation(), load)
     }
@@ -684,6 +766,14 @@ impl CuckooFilter {
     /// never half done across it, and inserts that start after it returned
     /// are kept.
     pub fn clear(&self) {
+        // The levels stay (a lookup may be reading one); they are emptied.
+        for level in self.levels() {
+            level.clear_here();
+        }
+    }
+
+    /// `clear` of this level alone.
+    fn clear_here(&self) {
         let _pin = self.writer_pin();
         loop {
             // A migrating table is finished first, so one table holds all.
@@ -695,8 +785,42 @@ impl CuckooFilter {
         self.counters.reset_len();
     }
 
-    /// A snapshot of sizes and operation statistics.
+    /// A snapshot of sizes and operation statistics, summed over the
+    /// levels of a filter that has grown past its tag bits (sizes, counts,
+    /// bytes); `generation`, `fingerprint_bits` and `tags_per_bucket` are
+    /// the first level's, `levels` says how many there are.
     pub fn stats(&self) -> Stats {
+        let mut all = self.level_stats();
+        for level in self.levels().skip(1) {
+            let s = level.level_stats();
+            all.len += s.len;
+            all.occupied_slots += s.occupied_slots;
+            all.capacity += s.capacity;
+            all.buckets += s.buckets;
+            all.memory_bytes += s.memory_bytes;
+            all.huge_pages |= s.huge_pages;
+            all.version_stripes += s.version_stripes;
+            all.false_positive_rate += s.false_positive_rate;
+            all.growths += s.growths;
+            all.growth_refusals += s.growth_refusals;
+            all.migrating |= s.migrating;
+            all.displacements += s.displacements;
+            for (a, b) in all.paths_by_length.iter_mut().zip(s.paths_by_length) {
+                *a += b;
+            }
+            all.stale_paths += s.stale_paths;
+            all.insert_failures += s.insert_failures;
+            all.cas_retries += s.cas_retries;
+            all.retired_bytes += s.retired_bytes;
+            all.retired_resident_bytes += s.retired_resident_bytes;
+            all.levels += 1;
+        }
+        all.load_factor = all.len as f64 / all.capacity as f64;
+        all
+    }
+
+    /// `stats` of this level alone.
+    fn level_stats(&self) -> Stats {
         let totals = self.counters.totals();
         let (growths, growth_refusals) = self.counters.growth_events();
         // Every size comes from the one table loaded here.
@@ -704,7 +828,7 @@ impl CuckooFilter {
         let migration = t.migration();
         let (retired_bytes, retired_resident_bytes) = self.retired_bytes();
         {
-            let len = self.len();
+            let len = self.counters.len().max(0) as usize;
             let capacity = self.slots(t);
             let load_factor = len as f64 / capacity as f64;
             let generation = t.geometry().generation();
@@ -717,7 +841,7 @@ impl CuckooFilter {
                 capacity,
                 buckets: t.buckets(),
                 load_factor,
-                memory_bytes: self.memory_usage(),
+                memory_bytes: t.bytes() + migration.map_or(0, |m| m.next().bytes() + m.bytes()),
                 huge_pages: t.huge_pages(),
                 version_stripes: t.stripe_count(),
                 fingerprint_bits: self.fingerprint_bits(),
@@ -736,6 +860,8 @@ impl CuckooFilter {
                 cas_retries: totals.cas_retries,
                 retired_bytes,
                 retired_resident_bytes,
+                levels: 1,
+                ambiguous_removes: self.counters.ambiguous_removes(),
             }
         }
     }

@@ -6,9 +6,8 @@
 //! Every wait is bounded by a timeout, so on a protocol that blocks these
 //! tests fail instead of hanging.
 
-use super::{with_layout, CuckooFilter, LayoutKind};
+use super::{with_layout, CuckooFilter};
 use crate::raw::bucket;
-use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::pause::{self, At, Point};
 use crate::sync::Ordering;
 use std::io::{self, Write};

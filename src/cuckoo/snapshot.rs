@@ -8,7 +8,6 @@
 
 use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::{HashAlgorithm, KeyHasher};
-use crate::raw::bucket::{L12x5, L16x4};
 use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::ops;
@@ -140,6 +139,8 @@ impl CuckooFilter {
             hasher,
             counters,
             writers: policy.writers(),
+            upper: super::levels::Upper::first(&policy),
+            route: super::levels::Route::new(layout),
             policy,
         })
     }

@@ -79,6 +79,15 @@ pub struct Stats {
     /// its bucket pages are returned to the OS; smaller tables (together
     /// under 4 MiB), version stripes and migration state stay resident.
     pub retired_resident_bytes: usize,
+    /// Levels: 1 until the first table may not double again, then one more
+    /// each time the newest level stops doubling (see
+    /// [`CuckooFilter::insert`](crate::CuckooFilter::insert), "Past the
+    /// tag bits").
+    pub levels: usize,
+    /// Removes that found the key's tag in more than one level and so
+    /// removed nothing, to rule out taking another key's only copy (the
+    /// key stays, a false positive).
+    pub ambiguous_removes: u64,
 }
 
 impl Stats {

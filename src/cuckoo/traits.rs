@@ -5,9 +5,9 @@
 //! `Extend` is implemented for `&CuckooFilter` as well as for the owned
 //! filter: a shared filter lives behind an `Arc`, which gives no `&mut`.
 
-use super::{with_layout_kind, BatchInsertError, CuckooFilter, LayoutKind, DEFAULT_CAPACITY};
+use super::{with_layout_kind, BatchInsertError, CuckooFilter, DEFAULT_CAPACITY};
 use crate::error::InsertError;
-use crate::raw::bucket::{self, L12x5, L16x4};
+use crate::raw::bucket::{self};
 use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
@@ -69,6 +69,8 @@ impl Clone for CuckooFilter {
                         counters,
                         writers: self.policy.writers(),
                         policy: self.policy,
+                        upper: self.upper.deep_clone(),
+                        route: self.route.clone(),
                     };
                 }
                 Err(grown) => geo = grown,

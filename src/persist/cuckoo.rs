@@ -9,7 +9,7 @@ use crate::cuckoo::snapshot::FromPartsError;
 use crate::cuckoo::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::filter::FilterKind;
 use crate::hash::{HashAlgorithm, KeyHasher};
-use crate::raw::bucket::{self, L12x5, L16x4, Layout};
+use crate::raw::bucket::{self, L12x5, L16x4, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
 use crate::sync::{AtomicU64, Ordering};
 use std::io::{self, Read, Write};
@@ -192,6 +192,7 @@ impl PayloadCheck for WordCheck {
         match self.layout {
             LayoutKind::Tags16x4 => self.absorb_in::<L16x4>(bytes),
             LayoutKind::Tags12x5 => self.absorb_in::<L12x5>(bytes),
+            LayoutKind::Tags21x3 => self.absorb_in::<L21x3>(bytes),
         }
     }
 
@@ -364,6 +365,13 @@ impl CuckooFilter {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
+        if self.levels_count() > 1 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this filter has grown past its tag bits (more than one level); \
+                 this version cannot save it yet",
+            ));
+        }
         self.with_snapshot(|view| {
             let header = Header {
                 version: format::FORMAT_VERSION,
@@ -390,6 +398,7 @@ impl CuckooFilter {
             saved::write_file(writer, header, view.words, |chunk, out| match view.layout {
                 LayoutKind::Tags16x4 => encode::<L16x4>(chunk, out),
                 LayoutKind::Tags12x5 => encode::<L12x5>(chunk, out),
+                LayoutKind::Tags21x3 => encode::<L21x3>(chunk, out),
             })
         })
     }

@@ -71,9 +71,21 @@ impl Layout for L12x5 {
     const LANES: u32 = 5;
 }
 
-// Both layouts fit one word, and lanes are wide enough for the SWAR tricks.
+/// 21-bit tags, 3 per bucket: the layout of the levels a filter adds once
+/// its first table may not double again (`cuckoo/levels.rs`). Never chosen
+/// by a user: five more tag bits buy eight more doublings at a fraction of
+/// the false-positive budget. The top bit of the word is always zero.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct L21x3;
+impl Layout for L21x3 {
+    const TAG_BITS: u32 = 21;
+    const LANES: u32 = 3;
+}
+
+// Every layout fits one word, and lanes are wide enough for the SWAR tricks.
 const _: () = assert!(L16x4::TAG_BITS * L16x4::LANES <= 64);
 const _: () = assert!(L12x5::TAG_BITS * L12x5::LANES <= 64);
+const _: () = assert!(L21x3::TAG_BITS * L21x3::LANES <= 64);
 const _: () = assert!(L12x5::TAG_BITS >= 2 && L16x4::TAG_BITS >= 2);
 
 /// Bit mask with the high bit of every lane that is zero, exactly (no
@@ -260,6 +272,7 @@ mod tests {
         }
         check::<L16x4>();
         check::<L12x5>();
+        check::<L21x3>();
     }
 
     /// Build a word from explicit lane values.
@@ -357,6 +370,11 @@ mod tests {
         exhaustive::<L12x5>();
     }
 
+    #[test]
+    fn lanes_21x3_exhaustive_over_edge_values() {
+        exhaustive::<L21x3>();
+    }
+
     /// Every single tag value in every lane, alone and next to full lanes.
     fn every_tag_every_lane<L: Layout>() {
         for k in 0..L::LANES {
@@ -391,6 +409,11 @@ mod tests {
         every_tag_every_lane::<L12x5>();
     }
 
+    #[test]
+    fn every_tag_in_every_lane_21x3() {
+        every_tag_every_lane::<L21x3>();
+    }
+
     fn validity<L: Layout>() {
         assert!(is_valid::<L>(0));
         for t in edge_tags::<L>() {
@@ -414,6 +437,7 @@ mod tests {
     fn only_producible_words_are_valid() {
         validity::<L16x4>();
         validity::<L12x5>();
+        validity::<L21x3>();
     }
 
     #[test]

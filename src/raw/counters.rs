@@ -192,6 +192,9 @@ pub(crate) struct Counters {
     growths: StatU64,
     /// Growths refused by the policy or the allocator.
     growth_refusals: StatU64,
+    /// Removes that found the key's tag in more than one level and so
+    /// removed nothing (`cuckoo/levels.rs`).
+    ambiguous_removes: StatU64,
 }
 
 impl Default for Counters {
@@ -208,6 +211,7 @@ impl Default for Counters {
             len_base: StatI64::new(0),
             growths: StatU64::new(0),
             growth_refusals: StatU64::new(0),
+            ambiguous_removes: StatU64::new(0),
         }
     }
 }
@@ -230,6 +234,14 @@ impl Counters {
 
     pub(crate) fn bump_growth_refusals(&self) {
         self.growth_refusals.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn bump_ambiguous_removes(&self) {
+        self.ambiguous_removes.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn ambiguous_removes(&self) -> u64 {
+        self.ambiguous_removes.load(Relaxed)
     }
 
     /// `(growths, growth refusals)`.

@@ -186,6 +186,7 @@ pub(crate) fn insert<L: Layout>(
     m: &Migration,
     at: Located,
     unique: bool,
+    elsewhere: impl Fn() -> bool + Copy,
     c: &Counters,
 ) -> Result<bool, Retry> {
     let next = m.next();
@@ -204,7 +205,7 @@ pub(crate) fn insert<L: Layout>(
         {
             let _lock = if unique {
                 let lock = StripeLock::acquire(next.stripe(s.i1, s.i2)).ok_or(Retry::Wait)?;
-                if read_copies_locked::<L>(old, next, at, s) > 0 {
+                if read_copies_locked::<L>(old, next, at, s) > 0 || elsewhere() {
                     return Ok(false);
                 }
                 Some(lock)

@@ -257,10 +257,20 @@ pub(crate) fn insert<L: Layout>(
     t: &Table,
     at: Located,
     unique: bool,
+    elsewhere: impl Fn() -> bool + Copy,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
-    insert_into::<L>(t, at, t.word(at.i1), t.word(at.i2), unique, search, c)
+    insert_into::<L>(
+        t,
+        at,
+        t.word(at.i1),
+        t.word(at.i2),
+        unique,
+        elsewhere,
+        search,
+        c,
+    )
 }
 
 /// [`insert`] of hash `h`, whose buckets the table finds without bounds
@@ -270,21 +280,25 @@ pub(crate) fn insert_hash<L: Layout>(
     t: &Table,
     h: u64,
     unique: bool,
+    elsewhere: impl Fn() -> bool + Copy,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
     let (at, word1, word2) = t.candidates::<L>(h);
-    insert_into::<L>(t, at, word1, word2, unique, search, c)
+    insert_into::<L>(t, at, word1, word2, unique, elsewhere, search, c)
 }
 
 /// [`insert`] of `at`, whose bucket words are `word1` and `word2`.
 #[inline(always)]
+// Eight, by value: a struct of them would be spilled to pass it.
+#[allow(clippy::too_many_arguments)]
 fn insert_into<L: Layout>(
     t: &Table,
     at: Located,
     word1: &AtomicU64,
     word2: &AtomicU64,
     unique: bool,
+    elsewhere: impl Fn() -> bool + Copy,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
@@ -299,19 +313,22 @@ fn insert_into<L: Layout>(
         }
     }
     // The fields go by value: a `Located` would be spilled to pass it.
-    insert_again::<L>(t, at.tag, at.i1, at.i2, unique, search, c)
+    insert_again::<L>(t, at.tag, at.i1, at.i2, unique, elsewhere, search, c)
 }
 
 /// `insert` past its fast path: a dedup insert, or a plain one whose two
 /// buckets were full (the retry loop tries them again first: another
 /// thread may have freed a lane).
 #[inline(never)]
+// Eight, by value: a struct of them would be spilled to pass it.
+#[allow(clippy::too_many_arguments)]
 fn insert_again<L: Layout>(
     t: &Table,
     tag: u64,
     i1: usize,
     i2: usize,
     unique: bool,
+    elsewhere: impl Fn() -> bool + Copy,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
@@ -323,7 +340,7 @@ fn insert_again<L: Layout>(
             let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
             #[cfg(loom)]
             let _lock = broken::unless(t, Canary::UnlockedUnique, _lock);
-            if present_in_pair::<L>(t, tag, i1, i2) {
+            if present_in_pair::<L>(t, tag, i1, i2) || elsewhere() {
                 return Ok(false);
             }
             if put::<L>(t.word(i1), tag, shard) || put::<L>(t.word(i2), tag, shard) {
@@ -352,7 +369,7 @@ fn insert_again<L: Layout>(
             Room::NoPath => {
                 // A racing insert_unique of this same key may have made room
                 // and won in the meantime: then the answer is "present".
-                if unique && contains_locked::<L>(t, tag, i1, i2)? {
+                if unique && contains_locked::<L>(t, tag, i1, i2, elsewhere)? {
                     return Ok(false);
                 }
                 return Err(InsertFailure::Full { searched: true });
@@ -401,10 +418,52 @@ fn present_in_pair<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> bool
         || bucket::contains::<L>(t.word(i2).load(Ordering::Relaxed), tag)
 }
 
-/// `present_in_pair` under a fresh hold of the pair's stripe.
-fn contains_locked<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<bool, Sealed> {
+/// `present_in_pair`, or `elsewhere`, under a fresh hold of the pair's
+/// stripe.
+fn contains_locked<L: Layout>(
+    t: &Table,
+    tag: u64,
+    i1: usize,
+    i2: usize,
+    elsewhere: impl Fn() -> bool + Copy,
+) -> Result<bool, Sealed> {
     let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
-    Ok(present_in_pair::<L>(t, tag, i1, i2))
+    Ok(present_in_pair::<L>(t, tag, i1, i2) || elsewhere())
+}
+
+/// What plain inserts pass as `elsewhere`, the question an
+/// `insert_unique` asks under the key's pair stripe (is the key in another
+/// level of its filter, `cuckoo/levels.rs`?): plain inserts never ask.
+pub(crate) fn nowhere() -> bool {
+    false
+}
+
+/// `insert_unique` of hash `h` once its level may not grow: under the
+/// key's pair stripe, `Ok(false)` if the pair or `elsewhere` holds the tag,
+/// else the tag goes into a free slot of the pair or, failing that,
+/// through `insert_elsewhere` (into an upper level). Every
+/// `insert_unique` of the key holds this stripe for its decision, so of
+/// racing ones exactly one inserts.
+pub(crate) fn insert_unique_beyond<L: Layout>(
+    t: &Table,
+    h: u64,
+    c: &Counters,
+    elsewhere: impl Fn() -> bool + Copy,
+    insert_elsewhere: &dyn Fn() -> Result<bool, crate::error::InsertError>,
+) -> Result<Result<bool, crate::error::InsertError>, Sealed> {
+    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h);
+    let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
+    #[cfg(loom)]
+    let _lock = broken::unless(t, Canary::UnlockedUnique, _lock);
+    if present_in_pair::<L>(t, tag, i1, i2) || elsewhere() {
+        return Ok(Ok(false));
+    }
+    let shard = c.shard();
+    if put::<L>(word1, tag, shard) || put::<L>(word2, tag, shard) {
+        shard.add_len(1);
+        return Ok(Ok(true));
+    }
+    Ok(insert_elsewhere())
 }
 
 /// Removes one copy of the tag of hash `h`; `false` if neither bucket holds one.

@@ -55,6 +55,8 @@ const MAX_NODES: usize = 16;
 
 const _: () = assert!(MAX_DEPTH < PATH_HISTOGRAM && MAX_NODES <= u16::MAX as usize);
 const _: () = assert!(QUICK_NODES <= MAX_NODES);
+// `Node::tag` holds any layout's tag.
+const _: () = assert!(super::bucket::L21x3::TAG_BITS <= u32::BITS);
 
 /// A bucket reached by the search.
 #[derive(Clone, Copy, Default)]
@@ -62,8 +64,9 @@ struct Node {
     bucket: usize,
     /// Index of the node this one was reached from (`NO_PARENT` for roots).
     parent: u16,
-    /// The tag that moves from the parent's bucket into this one.
-    tag: u16,
+    /// The tag that moves from the parent's bucket into this one (tags
+    /// have up to 21 bits).
+    tag: u32,
     depth: u8,
 }
 
@@ -207,7 +210,7 @@ pub(crate) fn search<L: Layout, const N: usize>(
                     nodes[len] = Node {
                         bucket: child,
                         parent: head as u16,
-                        tag: tag as u16,
+                        tag: tag as u32,
                         depth: node.depth + 1,
                     };
                     len += 1;

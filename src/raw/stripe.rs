@@ -12,10 +12,10 @@
 //! enough). The word is
 //!
 //! ```text
-//! bits 63..17: counter   bits 16..1: tag in flight (0: none)   bit 0: held
+//! bits 63..22: counter   bits 21..1: tag in flight (0: none)   bit 0: held
 //! ```
 //!
-//! and every write makes it larger (until the counter wraps after 2^47
+//! and every write makes it larger (until the counter wraps after 2^42
 //! holds of one stripe), so two equal reads are one and the same write:
 //!
 //! * take: `(c, 0, 0)` to `(c, t, 1)`, `t` being the tag a hop moves (0 for
@@ -30,6 +30,7 @@
 //! this table any more; operations that find it sealed go on in the
 //! successor (see `migrate.rs`).
 
+use super::bucket::Layout;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 
 /// The value of a sealed stripe: held, and never reached by counting (its
@@ -41,7 +42,14 @@ pub(crate) const HELD: u64 = 1;
 
 /// Where a stripe word keeps the tag in flight.
 const TAG_SHIFT: u32 = 1;
-const TAG_FIELD: u64 = 0xFFFF << TAG_SHIFT;
+const TAG_FIELD: u64 = ((1 << TAG_FIELD_BITS) - 1) << TAG_SHIFT;
+/// Wide enough for the widest layout's tags (the levels' 21 bits).
+const TAG_FIELD_BITS: u32 = 21;
+const _: () = assert!(
+    super::bucket::L21x3::TAG_BITS <= TAG_FIELD_BITS
+        && super::bucket::L16x4::TAG_BITS <= TAG_FIELD_BITS
+        && super::bucket::L12x5::TAG_BITS <= TAG_FIELD_BITS
+);
 
 /// Everything below the counter: adding one to a word with these bits set
 /// counts up and clears the tag and the held bit.
@@ -97,7 +105,10 @@ impl<'t> StripeLock<'t> {
     /// flight (see [`count_stands`]) before the hop copies it anywhere.
     #[inline]
     pub(crate) fn acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
-        debug_assert!(tag < 0xFFFF, "the all-ones tag is reserved");
+        debug_assert!(
+            tag < (1 << TAG_FIELD_BITS) - 1,
+            "the all-ones tag is reserved"
+        );
         let mut backoff = Backoff::default();
         // Relaxed: only a hint; the CAS below carries the ordering.
         let mut v = stripe.load(Ordering::Relaxed);

@@ -1,0 +1,443 @@
+//! Growth past the tag bits: levels.
+//!
+//! Each doubling spends a tag bit, so a table stops doubling at its
+//! `max_false_positive_rate` (64x with 16-bit tags at the default 1%). A
+//! [`Growth::Double`] filter then publishes an *upper level*: a filter of
+//! 21-bit tags, 3 per word (`L21x3`), sized for what the level below holds,
+//! which doubles online as the first table does and, when it stops, gets a
+//! level of its own. The levels form a chain owned by the first one; a
+//! level is never replaced or freed before the filter drops, so a lookup
+//! may follow the chain without a pin, as it follows replaced tables.
+//!
+//! The rules (see `docs/design.md`, "Growth beyond the tag bits"):
+//!
+//! * **Inserts** go to the first level with room: level 0 while it has a
+//!   free slot, else the newest level. Keys never move between levels.
+//! * **Lookups** read level 0 as before; only a negative answer looks at
+//!   the chain (one load of the `upper` pointer, null on a filter that never
+//!   outgrew its first size).
+//! * **`insert_unique`** decides under the key's level-0 pair stripe, and
+//!   asks the upper levels under that same stripe, so of any threads racing
+//!   on one absent key exactly one wins, wherever its copy lands.
+//! * **`remove`** first finds which levels hold the key's tag. A tag found
+//!   in more than one level cannot be told apart from another key's (the
+//!   levels hash alike but store different tag widths): removing there could
+//!   take another key's only copy, a false negative. So such a remove
+//!   removes nothing and answers `false`; the key stays, a false positive.
+//! * **Budget.** Level 0 may spend the whole `max_false_positive_rate`
+//!   (`cap`); level `k >= 1` may spend half of what the levels below left,
+//!   so the sum of all levels' bounds stays below `cap` for any number of
+//!   levels. A level's bound is its estimate at full load at its last
+//!   generation.
+
+use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
+use crate::error::InsertError;
+use crate::raw::counters::Counters;
+use crate::raw::geometry::Geometry;
+use crate::raw::table::Table;
+use crate::raw::tables::Tables;
+use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering};
+
+/// Runs `f` out of line: the dispatch arm of the levels' layout, kept off
+/// the first level's paths.
+#[cold]
+#[inline(never)]
+pub(crate) fn cold<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Which lookup path a filter takes, read where `contains` dispatches on the
+/// layout (one load and compare, as the layout alone cost): a first level
+/// without levels above takes its layout's own path, everything else the
+/// cold leveled one. Set once, when the level above is published.
+pub(crate) struct Route(AtomicUsize);
+
+impl Route {
+    pub(crate) const TAGS_16X4: usize = 0;
+    pub(crate) const TAGS_12X5: usize = 1;
+    pub(crate) const LEVELED: usize = 2;
+
+    /// The route of a level of `layout` with nothing above it.
+    pub(crate) fn new(layout: LayoutKind) -> Route {
+        Route(AtomicUsize::new(match layout {
+            LayoutKind::Tags16x4 => Route::TAGS_16X4,
+            LayoutKind::Tags12x5 => Route::TAGS_12X5,
+            LayoutKind::Tags21x3 => Route::LEVELED,
+        }))
+    }
+
+    #[inline(always)]
+    pub(crate) fn get(&self) -> usize {
+        // Relaxed: set before the level above is published with Release
+        // (`upper_or_publish`), so whoever saw that level (an insert into
+        // it) and then made a lookup wait for it has the lookup see this
+        // store too (coherence along happens-before).
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set_leveled(&self) {
+        // Relaxed: see `get`; the publication's Release store follows it.
+        self.0.store(Route::LEVELED, Ordering::Relaxed);
+    }
+}
+
+impl Clone for Route {
+    fn clone(&self) -> Route {
+        Route(AtomicUsize::new(self.get()))
+    }
+}
+
+/// The layout of every upper level.
+pub(crate) const UPPER_LAYOUT: LayoutKind = LayoutKind::Tags21x3;
+
+/// A filter's link to the level above it, and the false-positive budget of
+/// this level and all above it.
+pub(crate) struct Upper {
+    /// Null until the level above is published; then that level, owned by
+    /// this link until the filter drops.
+    level: AtomicPtr<CuckooFilter>,
+    /// 1 while one thread builds the level above.
+    claim: AtomicUsize,
+    /// The false-positive rate this level and the levels above may spend
+    /// together: the user's cap minus the bounds of the levels below.
+    budget: f64,
+    /// The user's `max_false_positive_rate`, for refusals.
+    cap: f64,
+    /// The user's `max_memory` (`None`: unlimited), for refusals.
+    cap_memory: Option<usize>,
+}
+
+impl Upper {
+    /// The link of a first level whose policy is `policy`.
+    pub(crate) fn first(policy: &GrowthPolicy) -> Upper {
+        Upper::with_budget(
+            policy.max_false_positive_rate,
+            policy.max_false_positive_rate,
+            policy.max_memory,
+        )
+    }
+
+    fn with_budget(budget: f64, cap: f64, cap_memory: Option<usize>) -> Upper {
+        Upper {
+            level: AtomicPtr::new(std::ptr::null_mut()),
+            claim: AtomicUsize::new(0),
+            budget,
+            cap,
+            cap_memory,
+        }
+    }
+
+    /// The level above, if one was published.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> Option<&CuckooFilter> {
+        // Acquire: pairs with the Release store in `publish`, so the level's
+        // construction happens-before any use of it.
+        let p = self.level.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer here came from `Box::into_raw` in
+        // `publish`, is never replaced (the claim admits one publisher) and
+        // is freed only by `drop`, which has `&mut self`; so it is valid
+        // for as long as `&self` is.
+        unsafe { p.as_ref() }
+    }
+
+    /// Whether a level above exists. One load: the check a first level's
+    /// negative lookup pays.
+    #[inline(always)]
+    pub(crate) fn exists(&self) -> bool {
+        // Relaxed: a caller that sees non-null goes through `get`, which
+        // loads again with Acquire.
+        !self.level.load(Ordering::Relaxed).is_null()
+    }
+
+    /// Publishes `level` unless a level is there already. Called with the
+    /// claim held.
+    fn publish(&self, level: CuckooFilter) {
+        let p = Box::into_raw(Box::new(level));
+        // Release: pairs with the Acquire load in `get`.
+        self.level.store(p, Ordering::Release);
+    }
+
+    /// A copy of this link and the chain above it (for `Clone`).
+    pub(crate) fn deep_clone(&self) -> Upper {
+        let copy = Upper::with_budget(self.budget, self.cap, self.cap_memory);
+        if let Some(level) = self.get() {
+            copy.publish(level.clone());
+        }
+        copy
+    }
+}
+
+impl Drop for Upper {
+    fn drop(&mut self) {
+        let p = self.level.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: `p` came from `Box::into_raw` in `publish` and is
+            // dropped only here, once (`&mut self`: no reader remains).
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+impl CuckooFilter {
+    /// This level and every level above it, bottom up.
+    pub(crate) fn levels(&self) -> impl Iterator<Item = &CuckooFilter> {
+        std::iter::successors(Some(self), |l| l.upper.get())
+    }
+
+    /// Number of levels (1 for a filter that never outgrew its first
+    /// table's tag bits).
+    pub fn levels_count(&self) -> usize {
+        self.levels().count()
+    }
+
+    /// `contains` of a filter that has levels (or is one).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn contains_leveled(&self, hash: u64) -> bool {
+        self.contains_here(hash) || self.contains_above(hash)
+    }
+
+    /// Whether some level above this one holds the tag of `hash`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn contains_above(&self, hash: u64) -> bool {
+        self.levels().skip(1).any(|l| l.contains_here(hash))
+    }
+
+    /// Copies of `hash`'s tag in the levels above this one.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn count_above(&self, hash: u64) -> usize {
+        self.levels().skip(1).map(|l| l.count_here(hash)).sum()
+    }
+
+    /// `remove` on a filter with levels: removes from the one level whose
+    /// buckets hold the tag; refuses (removing nothing) when several do.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn remove_leveled(&self, hash: u64) -> bool {
+        let mut holder = None;
+        for level in self.levels() {
+            if level.count_here(hash) > 0 {
+                if holder.is_some() {
+                    // Ambiguous: see the module documentation.
+                    self.counters.bump_ambiguous_removes();
+                    return false;
+                }
+                holder = Some(level);
+            }
+        }
+        holder.is_some_and(|level| level.remove_here(hash, &level.writer_pin()))
+    }
+
+    /// Whether an insert refused with `refusal` by this level's growth goes
+    /// on in the level above: the level may not double again because of
+    /// its false-positive budget or its tag bits, not because of memory.
+    pub(crate) fn goes_up(&self, refusal: &InsertError) -> bool {
+        self.policy.growth == Growth::Double
+            && matches!(
+                refusal,
+                InsertError::FalsePositiveRateLimit { .. } | InsertError::Full
+            )
+    }
+
+    /// The level above, published by this call if there was none yet.
+    /// `Ok(None)`: another thread is building it; retry.
+    pub(crate) fn upper_or_publish(&self) -> Result<Option<&CuckooFilter>, InsertError> {
+        if let Some(level) = self.upper.get() {
+            return Ok(Some(level));
+        }
+        // Acquire on success: pairs with the Release of a builder that
+        // failed and gave the claim back.
+        if self
+            .upper
+            .claim
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            Backoff::default().snooze();
+            return Ok(None);
+        }
+        if let Some(level) = self.upper.get() {
+            return Ok(Some(level));
+        }
+        match self.build_upper() {
+            Ok(level) => {
+                // First the route, then the level (see `Route::get`).
+                self.route.set_leveled();
+                self.upper.publish(level);
+                self.counters.bump_growths();
+                Ok(self.upper.get())
+            }
+            Err(e) => {
+                // Release: a later claimant sees this attempt's effects.
+                self.upper.claim.store(0, Ordering::Release);
+                self.counters.bump_growth_refusals();
+                Err(e)
+            }
+        }
+    }
+
+    /// The bound this level's false-positive rate reaches at full load in
+    /// its current (last) generation.
+    fn bound(&self) -> f64 {
+        let generation = self.table().geometry().generation();
+        self.layout
+            .false_positive_rate_at(generation, self.layout.sizing_load())
+    }
+
+    /// A new, empty level above this one: sized for this level's items,
+    /// with half of the budget this level leaves, and the memory it leaves.
+    fn build_upper(&self) -> Result<CuckooFilter, InsertError> {
+        let spent_below = self.upper.cap - self.upper.budget;
+        let left = self.upper.budget - self.bound();
+        let layout = UPPER_LAYOUT;
+        let own = left / 2.0;
+        let first = layout.false_positive_rate_at(0, layout.sizing_load());
+        if first > own || own.is_nan() {
+            return Err(InsertError::FalsePositiveRateLimit {
+                max: self.upper.cap,
+                next: spent_below + self.bound() + first,
+            });
+        }
+        let table = self.table();
+        let items = (self.slots(table) as f64 * self.layout.sizing_load()) as usize;
+        let m0 = super::builder::buckets_for(items, layout).map_err(|_| InsertError::Full)?;
+        let Ok(geo) = Geometry::checked(m0, 0, layout.tag_bits()) else {
+            return Err(InsertError::Full);
+        };
+        let bytes = Table::bytes_for(m0 as usize);
+        let max_memory = match self.policy.max_memory {
+            None => None,
+            Some(max) => {
+                let used = table.bytes();
+                if used.saturating_add(bytes) > max {
+                    return Err(InsertError::MemoryLimit {
+                        max: self.upper.cap_memory.unwrap_or(max),
+                        needed: self.memory_below_and_here().saturating_add(bytes),
+                    });
+                }
+                Some(max - used)
+            }
+        };
+        let mut table =
+            Table::new(geo).map_err(|e| InsertError::AllocationFailed { bytes: e.bytes })?;
+        #[cfg(loom)]
+        {
+            table.canary = self.table().canary;
+        }
+        #[cfg(not(loom))]
+        let _ = &mut table;
+        let policy = GrowthPolicy {
+            growth: Growth::Double,
+            max_memory,
+            max_false_positive_rate: own,
+        };
+        #[allow(unused_mut)]
+        let mut level = CuckooFilter {
+            tables: Tables::new(table),
+            layout,
+            hasher: self.hasher.clone(),
+            counters: Counters::default(),
+            writers: policy.writers(),
+            policy,
+            upper: Upper::with_budget(left, self.upper.cap, self.upper.cap_memory),
+            route: Route::new(layout),
+        };
+        #[cfg(loom)]
+        {
+            level.writers.canary = self.writers.canary;
+        }
+        Ok(level)
+    }
+
+    /// Bytes of the current tables of every level up to this one, as the
+    /// `max_memory` refusal reports them.
+    fn memory_below_and_here(&self) -> usize {
+        // The first level's `max_memory` is the user's; each level above
+        // got what the one below left, so the user's cap minus this level's
+        // is what the levels below hold.
+        let below = match (self.upper.cap_memory, self.policy.max_memory) {
+            (Some(cap), Some(own)) => cap - own,
+            _ => 0,
+        };
+        below + self.table().bytes()
+    }
+
+    /// An insert that this level refused (it may not double again) goes on
+    /// in the levels above; with `unique`, under the key's pair stripe of
+    /// table `t` of this level, which every `insert_unique` of the key
+    /// holds for its decision.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn insert_above(
+        &self,
+        t: &Table,
+        hash: u64,
+        unique: bool,
+        refusal: InsertError,
+    ) -> Result<Option<bool>, InsertError> {
+        let upper = loop {
+            match self.upper_or_publish() {
+                Ok(Some(level)) => break level,
+                Ok(None) => continue,
+                // Say why this level could not go on, if the level above
+                // could not be made for a reason of its own.
+                Err(e) => {
+                    return Err(match e {
+                        InsertError::AllocationFailed { .. } | InsertError::MemoryLimit { .. } => e,
+                        _ => refusal,
+                    })
+                }
+            }
+        };
+        if !unique {
+            return upper.insert_in(hash, false, &upper.writer_pin()).map(Some);
+        }
+        let insert_up = || upper.insert_in(hash, false, &upper.writer_pin());
+        let has_above = || self.contains_above(hash);
+        let decided = super::with_layout!(self, L => crate::raw::ops::insert_unique_beyond::<L>(
+            t,
+            hash,
+            &self.counters,
+            has_above,
+            &insert_up,
+        ));
+        match decided {
+            Ok(result) => result.map(Some),
+            // The table began migrating (not for a level that stopped
+            // doubling, but possible for a table `clear` holds): retry.
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::CuckooFilter;
+
+    #[test]
+    fn a_filter_for_1000_keys_takes_a_million() {
+        let f = CuckooFilter::builder()
+            .capacity(1000)
+            .seed(7)
+            .build()
+            .unwrap();
+        let n = 200_000u64;
+        for k in 0..n {
+            f.insert(&k).unwrap();
+        }
+        assert_eq!(f.len(), n as usize);
+        assert!((0..n).all(|k| f.contains(&k)), "no false negative");
+        let s = f.stats();
+        assert!(s.levels >= 2, "{s:?}");
+        let fp = (n..n + 200_000).filter(|k| f.contains(k)).count();
+        let rate = fp as f64 / 200_000.0;
+        assert!(rate <= 0.01, "measured FPR {rate}");
+        eprintln!(
+            "levels {} fpr {rate} bits/key {}",
+            s.levels,
+            s.bits_per_item()
+        );
+    }
+}
