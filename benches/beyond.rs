@@ -39,6 +39,8 @@
 //! absent).
 
 use koel::{CuckooFilter, InsertError};
+use rand09::rngs::StdRng;
+use rand09::SeedableRng;
 use scalable_cuckoo_filter::{ScalableCuckooFilter, ScalableCuckooFilterBuilder};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,32 +68,18 @@ fn key(i: u64) -> u64 {
     splitmix64::at(0x5EED, i)
 }
 
-/// The peer: `scalable_cuckoo_filter` with `ahash` and its default random
-/// generator (`rand` 0.9's `ThreadRng`).
-type Peer = ScalableCuckooFilter<u64, ahash::AHasher>;
+/// The peer: `scalable_cuckoo_filter` with `ahash` and a seeded `StdRng`
+/// (its default `ThreadRng` is not `Send`, and a seed makes runs repeat).
+type Peer = ScalableCuckooFilter<u64, ahash::AHasher, StdRng>;
 
 fn peer() -> Peer {
     ScalableCuckooFilterBuilder::new()
         .initial_capacity(START as usize)
         .false_positive_probability(TARGET_FPR)
         .hasher(ahash::AHasher::default())
+        .rng(StdRng::seed_from_u64(0x5CA1AB1E))
         .finish()
 }
-
-/// The peer, movable to the two threads that share it behind a `Mutex`.
-struct SendPeer(Peer);
-
-// SAFETY: `Peer` is `!Send` only through its `ThreadRng`, an `Rc` to the
-// random generator state of the thread that built it (here the main
-// thread). `two_threads_peer` is the only place a `SendPeer` exists: it
-// builds it on the main thread, and while the two scoped workers run, the
-// main thread is blocked in `thread::scope` (it neither uses this generator
-// nor calls `rand::rng()`), and the workers touch the filter, generator
-// included, only while holding the `Mutex`, which orders their accesses.
-// The scope's join orders them before the main thread uses (and drops) the
-// filter again. So no two threads ever touch the `Rc` or the state at once.
-// (A seeded `Send` generator would need `rand` 0.9 as a dev-dependency.)
-unsafe impl Send for SendPeer {}
 
 /// Which key indices a run inserted: thread `t` of `T` inserts `t`, `t + T`,
 /// `t + 2T`, ... and stops before `ends[t]` (always `t` plus a multiple of
@@ -420,20 +408,20 @@ fn one_thread_peer(n: u64, absent: &[u64]) -> Row {
 }
 
 fn two_threads_peer(n: u64, absent: &[u64]) -> Row {
-    let shared = Mutex::new(SendPeer(peer()));
+    let shared = Mutex::new(peer());
     let start = Instant::now();
     thread::scope(|s| {
         for t in 0..2 {
             let shared = &shared;
             s.spawn(move || {
                 for i in (t..n).step_by(2) {
-                    shared.lock().expect("not poisoned").0.insert(&key(i));
+                    shared.lock().expect("not poisoned").insert(&key(i));
                 }
             });
         }
     });
     let elapsed = start.elapsed();
-    let f = shared.into_inner().expect("not poisoned").0;
+    let f = shared.into_inner().expect("not poisoned");
     let mut inserted = Inserted::new(2);
     // The first even and the first odd index at or past `n`.
     inserted.ends = vec![n.next_multiple_of(2), n | 1];
