@@ -192,7 +192,7 @@ impl CuckooFilter {
         let needed = t.bytes().saturating_add(Table::bytes_for(buckets));
         if let Some(max) = self.policy.max_memory {
             if needed > max {
-                return refused(InsertError::MemoryLimit { max, needed });
+                return refused(self.memory_refusal(max, needed));
             }
         }
         self.start_growth(t, true).or_else(refused)

@@ -190,11 +190,53 @@ impl CuckooFilter {
         self.levels().count()
     }
 
-    /// `contains` of a filter that has levels (or is one).
+    /// `contains` of a filter that has levels (or is one): the newest
+    /// level first, where most keys are.
     #[cold]
     #[inline(never)]
     pub(crate) fn contains_leveled(&self, hash: u64) -> bool {
-        self.contains_here(hash) || self.contains_above(hash)
+        self.contains_top_down(hash)
+    }
+
+    /// The levels from the newest down to this one.
+    fn contains_top_down(&self, hash: u64) -> bool {
+        self.upper
+            .get()
+            .is_some_and(|upper| upper.contains_top_down(hash))
+            || self.contains_here(hash)
+    }
+
+    /// The newest level.
+    fn newest(&self) -> &CuckooFilter {
+        self.levels().last().unwrap_or(self)
+    }
+
+    /// `insert` (with `unique`, `insert_unique`) of a filter that has levels
+    /// (or is one): into the newest level; `insert_unique` decides under the
+    /// key's pair stripe in this (the first) level, asking every level.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn insert_leveled(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {
+        if self.upper.get().is_none() {
+            // An upper level itself, the newest: its own table (which goes
+            // up when it may not grow).
+            return self.insert_here(hash, unique, &self.writer_pin());
+        }
+        if !unique {
+            let newest = self.newest();
+            return newest.insert_here(hash, false, &newest.writer_pin());
+        }
+        let _pin = self.writer_pin();
+        loop {
+            let t = self.table();
+            if let Some(inserted) = self.insert_unique_above(t, hash)? {
+                return Ok(inserted);
+            }
+            // The pair's stripe is sealed: the table is being replaced (not
+            // for a level that stopped doubling, but possible while `clear`
+            // holds it): retry.
+            Backoff::default().snooze();
+        }
     }
 
     /// Whether some level above this one holds the tag of `hash`.
@@ -351,6 +393,19 @@ impl CuckooFilter {
         Ok(level)
     }
 
+    /// The `MemoryLimit` refusal of a growth of this level that needs
+    /// `needed` of the `max` bytes this level may take, as the user sees
+    /// it: against the filter's `max_memory`, counting the levels below.
+    pub(crate) fn memory_refusal(&self, max: usize, needed: usize) -> InsertError {
+        match self.upper.cap_memory {
+            Some(cap) => InsertError::MemoryLimit {
+                max: cap,
+                needed: needed.saturating_add(cap - max),
+            },
+            None => InsertError::MemoryLimit { max, needed },
+        }
+    }
+
     /// Bytes of the current tables of every level up to this one, as the
     /// `max_memory` refusal reports them.
     fn memory_below_and_here(&self) -> usize {
@@ -394,7 +449,19 @@ impl CuckooFilter {
         if !unique {
             return upper.insert_in(hash, false, &upper.writer_pin()).map(Some);
         }
-        let insert_up = || upper.insert_in(hash, false, &upper.writer_pin());
+        self.insert_unique_above(t, hash)
+    }
+
+    /// `insert_unique` of `hash` into the levels above `t`'s level, under
+    /// the key's pair stripe in `t`, which every `insert_unique` of the key
+    /// holds for its decision: `Ok(false)` if any level holds the tag, else
+    /// into a free slot of the pair or the newest level. `Ok(None)` if the
+    /// stripe is sealed (retry).
+    fn insert_unique_above(&self, t: &Table, hash: u64) -> Result<Option<bool>, InsertError> {
+        let insert_up = || {
+            let newest = self.newest();
+            newest.insert_here(hash, false, &newest.writer_pin())
+        };
         let has_above = || self.contains_above(hash);
         let decided = super::with_layout!(self, L => crate::raw::ops::insert_unique_beyond::<L>(
             t,
@@ -405,8 +472,6 @@ impl CuckooFilter {
         ));
         match decided {
             Ok(result) => result.map(Some),
-            // The table began migrating (not for a level that stopped
-            // doubling, but possible for a table `clear` holds): retry.
             Err(_) => Ok(None),
         }
     }

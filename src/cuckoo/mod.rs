@@ -251,8 +251,36 @@ impl CuckooFilter {
         }
     }
 
+    /// `insert` (or, with `unique`, `insert_unique`) of `hash`. Dispatched
+    /// on the route, as `contains_in` is: a filter with levels inserts into
+    /// its newest level (`levels.rs`).
     #[inline(always)]
     pub(crate) fn insert_in(
+        &self,
+        hash: u64,
+        unique: bool,
+        pin: &WriterPin,
+    ) -> Result<bool, InsertError> {
+        match self.route.get() {
+            levels::Route::TAGS_16X4 => self.insert_here_in::<L16x4>(hash, unique, pin),
+            levels::Route::TAGS_12X5 => self.insert_here_in::<L12x5>(hash, unique, pin),
+            _ => self.insert_leveled(hash, unique),
+        }
+    }
+
+    /// `insert_in` on this level alone (which goes up when it may not grow).
+    pub(crate) fn insert_here(
+        &self,
+        hash: u64,
+        unique: bool,
+        pin: &WriterPin,
+    ) -> Result<bool, InsertError> {
+        with_layout!(self, L => self.insert_here_in::<L>(hash, unique, pin))
+    }
+
+    /// `insert_here` for this level's layout `L`.
+    #[inline(always)]
+    fn insert_here_in<L: Layout>(
         &self,
         hash: u64,
         unique: bool,
@@ -261,17 +289,25 @@ impl CuckooFilter {
         let t = self.table();
         if t.migration().is_none() {
             // An `insert_unique` also asks the levels above, under the
-            // pair's stripe; a plain insert never asks.
+            // pair's stripe (in case the route changed under it); a plain
+            // insert never asks.
             let fast = if unique {
                 let above = || self.upper.exists() && self.contains_above(hash);
-                with_layout!(self, L => ops::insert_hash::<L>(t, hash, true, above, Search::UnlessHinted, &self.counters))
+                ops::insert_hash::<L>(t, hash, true, above, Search::UnlessHinted, &self.counters)
             } else {
-                with_layout!(self, L => ops::insert_hash::<L>(t, hash, false, ops::nowhere, Search::UnlessHinted, &self.counters))
+                ops::insert_hash::<L>(
+                    t,
+                    hash,
+                    false,
+                    ops::nowhere,
+                    Search::UnlessHinted,
+                    &self.counters,
+                )
             };
             match fast {
                 Ok(inserted) => return Ok(inserted),
                 Err(failure) => {
-                    let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
+                    let at = t.geometry().locate::<L>(hash);
                     if let Some(inserted) =
                         self.after_insert_failure(t, at, hash, unique, failure)?
                     {

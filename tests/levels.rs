@@ -1,0 +1,244 @@
+//! Growth past the tag bits (issue 17): a filter built for n keys keeps
+//! taking keys through levels of wider tags, at its promised false-positive
+//! rate, with every guarantee of a single table.
+
+mod common;
+
+use common::{stress_threads, Keys};
+use koel::{CuckooFilter, InsertError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::thread;
+
+/// Keys never inserted by any test here (a disjoint range).
+fn absent(n: usize) -> Vec<u64> {
+    Keys(0xAB5E_0000_0000)
+        .take(n)
+        .map(|k| k | 1 << 63)
+        .collect()
+}
+
+fn measured_fpr(f: &CuckooFilter, absent: &[u64]) -> f64 {
+    absent.iter().filter(|k| f.contains(*k)).count() as f64 / absent.len() as f64
+}
+
+/// 1,000 -> 10M keys: never refused, the measured rate at or below the
+/// default 1% cap at every power of ten, two levels (four cache lines per
+/// lookup) at the end, and no key lost.
+#[test]
+fn a_filter_for_1000_keys_takes_10000_times_as_many() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(17)
+        .build()
+        .unwrap();
+    let absent = absent(200_000);
+    let keys: Vec<u64> = Keys(1).take(10_000_000).collect();
+    let mut checkpoint = 10_000;
+    for (i, k) in keys.iter().enumerate() {
+        f.insert(k)
+            .unwrap_or_else(|e| panic!("refused at {i} keys: {e}"));
+        if i + 1 == checkpoint {
+            let rate = measured_fpr(&f, &absent);
+            assert!(
+                rate <= 0.01,
+                "{checkpoint} keys: measured FPR {rate} above the cap"
+            );
+            assert!(f.false_positive_rate() <= 0.01);
+            checkpoint *= 10;
+        }
+    }
+    assert_eq!(f.len(), keys.len());
+    assert_eq!(f.stats().levels, 2, "{:?}", f.stats());
+    assert!(keys.iter().all(|k| f.contains(k)), "a key was lost");
+}
+
+/// Writers fill a filter far past its first table's tag bits while readers
+/// look up every key whose insert has returned: none is ever missed, also
+/// while a level is published.
+#[test]
+fn readers_never_miss_an_acknowledged_key_across_level_publication() {
+    let f = CuckooFilter::builder()
+        .capacity(2_000)
+        .seed(3)
+        .build()
+        .unwrap();
+    let writers = (stress_threads() / 2).max(1);
+    let readers = (stress_threads() - writers).max(1);
+    let per_writer = 400_000u64 / writers as u64;
+    let key = |w: usize, i: u64| Keys((w as u64) << 40 | i).next().unwrap();
+    let acked: Vec<AtomicU64> = (0..writers).map(|_| AtomicU64::new(0)).collect();
+    let done = AtomicBool::new(false);
+    let checks = AtomicU64::new(0);
+    thread::scope(|s| {
+        for w in 0..writers {
+            let (f, acked) = (&f, &acked);
+            s.spawn(move || {
+                for i in 0..per_writer {
+                    f.insert(&key(w, i)).unwrap();
+                    acked[w].store(i + 1, Ordering::Release);
+                }
+            });
+        }
+        for r in 0..readers {
+            let (f, acked, done, checks) = (&f, &acked, &done, &checks);
+            s.spawn(move || {
+                let mut probe = r as u64;
+                while !done.load(Ordering::Relaxed) {
+                    for (w, a) in acked.iter().enumerate() {
+                        let n = a.load(Ordering::Acquire);
+                        if n == 0 {
+                            continue;
+                        }
+                        // The newest acknowledged key and an older one.
+                        for i in [n - 1, probe % n] {
+                            assert!(f.contains(&key(w, i)), "writer {w} key {i} missed");
+                            checks.fetch_add(1, Ordering::Relaxed);
+                        }
+                        probe = probe.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            while acked.iter().any(|a| a.load(Ordering::Acquire) < per_writer) {
+                thread::yield_now();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    });
+    assert!(f.stats().levels >= 2, "the run never crossed a level");
+    assert!(checks.load(Ordering::Relaxed) > 1000);
+    for w in 0..writers {
+        assert!((0..per_writer).all(|i| f.contains(&key(w, i))));
+    }
+}
+
+/// Threads race `insert_unique` over the same keys while the filter adds
+/// its levels: never two winners for one key; no winner only where the key
+/// was a false positive (rare), and `len` counts the winners exactly.
+#[test]
+fn insert_unique_has_at_most_one_winner_across_level_publication() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(5)
+        .build()
+        .unwrap();
+    let n = 150_000usize;
+    let keys: Vec<u64> = Keys(77).take(n).collect();
+    let wins: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    let threads = stress_threads().max(2);
+    thread::scope(|s| {
+        for t in 0..threads {
+            let (f, keys, wins) = (&f, &keys, &wins);
+            s.spawn(move || {
+                // Each thread walks the keys from its own offset, so that
+                // every key is raced by threads at different moments.
+                for j in 0..n {
+                    let i = (j + t * 7919) % n;
+                    if f.insert_unique(&keys[i]).unwrap() {
+                        wins[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let won: Vec<u8> = wins.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    assert!(won.iter().all(|&w| w <= 1), "a key had two winners");
+    let none = won.iter().filter(|&&w| w == 0).count();
+    assert!(
+        none as f64 <= 0.01 * n as f64,
+        "{none} keys had no winner (false positives only)"
+    );
+    assert_eq!(f.len(), n - none);
+    assert!(f.stats().levels >= 2);
+    assert!(keys.iter().all(|k| f.contains(k)));
+}
+
+/// Removing half of the keys of a filter with levels leaves every other
+/// key in place: a remove whose tag shows in more than one level removes
+/// nothing rather than risk another key's only copy.
+#[test]
+fn removes_across_levels_never_take_another_keys_copy() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(9)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(99).take(300_000).collect();
+    for k in &keys {
+        f.insert(k).unwrap();
+    }
+    assert!(f.stats().levels >= 2);
+    let (gone, kept) = keys.split_at(keys.len() / 2);
+    let removed = gone.iter().filter(|k| f.remove(*k)).count();
+    let s = f.stats();
+    assert!(kept.iter().all(|k| f.contains(k)), "a kept key was lost");
+    assert_eq!(removed as u64 + s.ambiguous_removes, gone.len() as u64);
+    assert!(
+        (s.ambiguous_removes as f64) < 0.01 * gone.len() as f64,
+        "{s:?}"
+    );
+    assert_eq!(f.len(), keys.len() - removed);
+}
+
+/// A memory cap still refuses, once the levels reach it, with a clear
+/// error and without losing a key.
+#[test]
+fn a_memory_cap_refuses_at_a_level_and_loses_nothing() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(11)
+        .max_memory(1 << 20)
+        .build()
+        .unwrap();
+    let mut inserted = Vec::new();
+    let err = Keys(5)
+        .find_map(|k| match f.insert(&k) {
+            Ok(()) => {
+                inserted.push(k);
+                None
+            }
+            Err(e) => Some(e),
+        })
+        .unwrap();
+    assert!(
+        matches!(err, InsertError::MemoryLimit { max, needed } if max == 1 << 20 && needed > max),
+        "{err:?}"
+    );
+    assert!(f.stats().levels >= 2, "the cap leaves room for a level");
+    assert!(f.memory_usage() <= 1 << 20);
+    assert_eq!(f.len(), inserted.len());
+    assert!(inserted.iter().all(|k| f.contains(k)), "a key was lost");
+}
+
+/// `clear` empties every level (the levels stay); `Clone` copies them all.
+#[test]
+fn clear_and_clone_cover_every_level() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(13)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(3).take(200_000).collect();
+    for k in &keys {
+        f.insert(k).unwrap();
+    }
+    let copy = f.clone();
+    assert_eq!(copy.stats().levels, f.stats().levels);
+    assert_eq!(copy.len(), f.len());
+    assert!(keys.iter().all(|k| copy.contains(k)));
+    let absent = absent(50_000);
+    assert!(absent.iter().all(|k| copy.contains(k) == f.contains(k)));
+    f.clear();
+    assert_eq!(f.len(), 0);
+    assert_eq!(f.stats().occupied_slots, 0);
+    assert!(f.stats().levels >= 2);
+    assert!(keys
+        .iter()
+        .take(1000)
+        .all(|k| !f.contains(k) || copy.contains(k)));
+    for k in &keys {
+        f.insert(k).unwrap();
+    }
+    assert!(keys.iter().all(|k| f.contains(k)));
+}
