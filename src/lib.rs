@@ -64,12 +64,15 @@
 //! ## Growth
 //!
 //! By default ([`Growth::Double`]) a filter whose insert finds no room
-//! doubles its table online, so [`InsertError`] is rare: it says why growth
-//! was refused ([`CuckooFilterBuilder::max_false_positive_rate`], default
-//! 1e-2; [`CuckooFilterBuilder::max_memory`]; a failed allocation), and the
-//! filter then keeps working at its size with nothing lost. Growth happens
-//! only when a table is genuinely full (95% / 96% load), and each doubling
-//! spends one tag bit, so the false-positive rate about doubles:
+//! doubles its table online, and once its tag bits are spent adds levels of
+//! wider tags ([`CuckooFilter::insert`], "Past the tag bits"), so
+//! [`InsertError`] is rare: it says why growth was refused
+//! ([`CuckooFilterBuilder::max_memory`]; a failed allocation; a
+//! [`CuckooFilterBuilder::max_false_positive_rate`] too low for another
+//! level), and the filter then keeps working at its size with nothing lost.
+//! Growth happens only when a table is genuinely full (95% / 96% load), and
+//! each doubling spends one tag bit, so the false-positive rate about
+//! doubles:
 //!
 //! | doublings | 16-bit tags, FPR at full load | 12-bit tags |
 //! | --- | --- | --- |
@@ -77,7 +80,7 @@
 //! | 1 | 2.3e-4 | 4.7e-3 |
 //! | 2 | 4.6e-4 | 9.4e-3 (last under the default 1e-2 cap: 4x) |
 //! | 4 | 1.9e-3 | — |
-//! | 6 | 7.4e-3 (last under the default cap: 64x) | — |
+//! | 6 | 7.4e-3 (last under the default cap: 64x; then levels) | — |
 //!
 //! While a table migrates into its successor:
 //!

@@ -93,17 +93,22 @@ impl CuckooFilterBuilder {
         self
     }
 
-    /// An upper bound, in bytes, on the tables: a doubling that would pass
-    /// it (counting old and new table, which coexist while it migrates) is
-    /// refused with [`InsertError::MemoryLimit`](crate::InsertError::MemoryLimit).
+    /// An upper bound, in bytes, on the tables of all levels: a doubling or
+    /// a new level that would pass it (counting old and new table, which
+    /// coexist while it migrates) is refused with
+    /// [`InsertError::MemoryLimit`](crate::InsertError::MemoryLimit).
     pub fn max_memory(mut self, bytes: usize) -> Self {
         self.policy.max_memory = Some(bytes);
         self
     }
 
-    /// Growth stops before the false-positive estimate at full load would
-    /// pass `rate` (default 1e-2: 6 doublings, 64x, with 16-bit tags; 2
-    /// doublings, 4x, with 12-bit tags); the insert that would need it gets
+    /// The false-positive rate the filter may reach, over all its levels
+    /// (default 1e-2). The first table doubles until one more doubling
+    /// would pass it (6 doublings, 64x, with 16-bit tags; 2, 4x, with
+    /// 12-bit tags); then levels of wider tags hold the rest, each within
+    /// half of what the levels below left (see [`CuckooFilter::insert`],
+    /// "Past the tag bits"). Only a rate too low for even one more level
+    /// refuses, with
     /// [`InsertError::FalsePositiveRateLimit`](crate::InsertError::FalsePositiveRateLimit).
     pub fn max_false_positive_rate(mut self, rate: f64) -> Self {
         self.policy.max_false_positive_rate = rate;

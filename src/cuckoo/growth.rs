@@ -17,7 +17,10 @@ use crate::sync::Backoff;
 pub enum Growth {
     /// When an insert finds no room, the table doubles online (the
     /// default). Each doubling spends one tag bit, so the false-positive
-    /// rate roughly doubles too; growth stops at `max_false_positive_rate`.
+    /// rate roughly doubles too; once one more doubling would pass
+    /// `max_false_positive_rate`, a level of wider tags is added instead,
+    /// so the filter keeps taking keys while memory (and `max_memory`)
+    /// allows.
     #[default]
     Double,
     /// Never grow: a full table answers [`InsertError::Full`]. Its table
@@ -27,9 +30,11 @@ pub enum Growth {
     Fixed,
 }
 
-/// Default `max_false_positive_rate`: 1%. With 16-bit tags that allows 6
-/// doublings (64x the first table, FPR about 0.74% at full load); with
-/// 12-bit tags 2 doublings (4x, about 0.94%).
+/// Default `max_false_positive_rate`: 1%. With 16-bit tags the first table
+/// doubles 6 times (64x, FPR about 0.78% at full load), with 12-bit tags
+/// twice (4x, about 0.94%); levels of wider tags then take the rest of the
+/// 1% (see [`CuckooFilter::insert`](crate::CuckooFilter::insert), "Past the
+/// tag bits").
 pub const DEFAULT_MAX_FALSE_POSITIVE_RATE: f64 = 1e-2;
 
 /// The limits on growth, fixed at build time.

@@ -557,10 +557,38 @@ impl CuckooFilter {
     /// pair), and during a doubling it may wait until its buckets are
     /// migrated (behind a save: until the save ends).
     ///
+    /// # Past the tag bits
+    ///
+    /// Each doubling spends a tag bit. When one more doubling of the first
+    /// table would pass `max_false_positive_rate`, a [`Growth::Double`]
+    /// filter adds a *level* above it instead: a table of 21-bit tags, 3
+    /// per bucket, sized for the keys so far, which doubles online in its
+    /// turn; its false-positive rate may reach half of what the first table
+    /// left under the cap, and when it stops doubling the next level gets
+    /// half of what is left then, so all levels together stay within the
+    /// cap. Inserts go to the newest level; lookups read the newest level
+    /// first and, for a negative answer, every level (two cache lines per
+    /// level; a 16-bit filter reaches about 16,000x its first size at the
+    /// default 1% on two levels). `insert_unique` keeps exactly one winner
+    /// (it decides under the key's first-level bucket-pair stripe and asks
+    /// every level there). A filter that never outgrows its first table
+    /// costs what it did before levels existed.
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1_000);
+    /// for k in 0..200_000u32 {
+    ///     f.insert(&k)?; // 200x the first size, never refused
+    /// }
+    /// assert_eq!(f.stats().levels, 2);
+    /// assert!(f.false_positive_rate() <= 1e-2);
+    /// # Ok::<(), koel::InsertError>(())
+    /// ```
+    ///
     /// # At the growth cap
     ///
-    /// A filter that cannot grow (at its `max_false_positive_rate` or
-    /// `max_memory`, or [`Growth::Fixed`]) stays full until something is
+    /// A filter that cannot grow (at its `max_memory`, a
+    /// `max_false_positive_rate` too low for another level, or
+    /// [`Growth::Fixed`]) stays full until something is
     /// removed. So once one insert has searched for a displacement path in
     /// vain, the inserts after it only try a free slot in their own two
     /// buckets (one CAS, well under a microsecond) and are otherwise
@@ -669,6 +697,13 @@ impl CuckooFilter {
     /// collides with a present one removes that one (a false negative for
     /// it), as in every cuckoo filter. Holds the key's bucket-pair stripe,
     /// so a copy being displaced at that moment is removed exactly once.
+    ///
+    /// In a filter with levels (see [`insert`](Self::insert), "Past the tag
+    /// bits") the key's tag is looked for in every level first: if it shows
+    /// in more than one, one of them may be another key's only copy, so
+    /// nothing is removed and the answer is `false` (the key stays, as a
+    /// false positive; `Stats::ambiguous_removes` counts these, about the
+    /// levels' false-positive rate of removes).
     ///
     /// ```
     /// let f = koel::CuckooFilter::with_capacity(1000);

@@ -39,7 +39,8 @@ pub struct Stats {
     pub generation: u32,
     /// Expected false-positive rate at the current load and generation.
     pub false_positive_rate: f64,
-    /// The bound growth stops before (default 1e-2: 64x growth with 16-bit
+    /// The bound all levels together stay within (default 1e-2: the first
+    /// table's doublings stop at 64x with 16-bit
     /// tags, 4x with 12-bit).
     pub max_false_positive_rate: f64,
     /// Doublings completed (migrations finished).
