@@ -117,8 +117,12 @@ impl CliFilter for CuckooFilter {
     }
 
     fn describe(&self) -> String {
+        let levels = match self.levels_count() {
+            1 => String::new(),
+            n => format!(", {n} levels (21-bit tags above the first)"),
+        };
         format!(
-            "cuckoo, {}-bit tags x {} per bucket",
+            "cuckoo, {}-bit tags x {} per bucket{levels}",
             self.fingerprint_bits(),
             self.tags_per_bucket()
         )

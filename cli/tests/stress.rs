@@ -274,8 +274,17 @@ fn bad_options_are_one_line_errors() {
         &["stress", "--plot", "/nonexistent-dir/x.svg"],
         "/nonexistent-dir/x.svg",
     );
-    assert_one_line_error(
-        &[
+    // (A prefill of 1M keys into `--capacity 1k` no longer fails: the
+    // filter grows past its tag bits with levels; the run below shows it.)
+    assert_one_line_error(&["frobnicate"], "frobnicate");
+}
+
+/// A prefill 1000x the capacity succeeds: the filter doubles, then adds a
+/// level of wider tags.
+#[test]
+fn a_prefill_far_past_the_capacity_grows_instead_of_failing() {
+    let out = koel()
+        .args([
             "stress",
             "--items",
             "1M",
@@ -285,10 +294,11 @@ fn bad_options_are_one_line_errors() {
             "1",
             "--duration",
             "0.1",
-        ],
-        "prefill",
-    );
-    assert_one_line_error(&["frobnicate"], "frobnicate");
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
 }
 
 #[test]
