@@ -263,7 +263,7 @@ impl CuckooFilter {
         }
         match self.build_upper() {
             #[cfg(loom)]
-            Ok(level) if self.table().canary == crate::loom_support::Canary::RouteAfterPublish => {
+            Ok(level) if self.writers.canary == crate::loom_support::Canary::RouteAfterPublish => {
                 // Deliberately broken order, for the loom canary: a thread
                 // that sees the level may insert into it before the route
                 // says that lookups must look there.
