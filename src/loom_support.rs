@@ -71,6 +71,14 @@ pub enum Canary {
     /// running migration or holding the stripes: a tag already forwarded
     /// to the successor is missing from it.
     UnfinishedSnapshot,
+    /// `insert_unique` past a level that may not grow asks the levels above
+    /// before it takes the key's level-0 pair stripe, not under it: two
+    /// calls can both see no copy above and both insert there.
+    UncheckedUpper,
+    /// A new level is published before the route is set: a thread that saw
+    /// the level and inserted into it can make a lookup wait for that insert
+    /// while the lookup still reads the old route and never looks above.
+    RouteAfterPublish,
 }
 
 impl Canary {

@@ -104,10 +104,11 @@ fn canary_unlocked_remove() {
     );
 }
 
-// Loom: "canary_unchecked_full_hint: 8 of 1064 executions failed; first
-// (execution 365): kb was refused while the lane the remove freed stayed
+// Loom: "canary_unchecked_full_hint: 2 of 22 executions failed; first
+// (execution 17): kb was refused while the lane the remove freed stayed
 // free (ka refused too): the full hint came from a search that missed the
-// remove".
+// remove" (at the cap of 1.2e-4; earlier "8 of 1064 executions failed;
+// first (execution 365)").
 // The full hint set straight from the first search's failure, without the
 // fence and second search that the remove's check of the hint pairs with:
 // the search ran before the remove freed bucket 0's lane, the remove found

@@ -304,6 +304,16 @@ impl CuckooFilter {
             return Ok(Some(level));
         }
         match self.build_upper() {
+            #[cfg(loom)]
+            Ok(level) if self.writers.canary == crate::loom_support::Canary::RouteAfterPublish => {
+                // Deliberately broken order, for the loom canary: a thread
+                // that sees the level may insert into it before the route
+                // says that lookups must look there.
+                self.upper.publish(level);
+                self.route.set_leveled();
+                self.counters.bump_growths();
+                Ok(self.upper.get())
+            }
             Ok(level) => {
                 // First the route, then the level (see `Route::get`).
                 self.route.set_leveled();

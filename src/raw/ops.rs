@@ -452,9 +452,13 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
     insert_elsewhere: &dyn Fn() -> Result<bool, crate::error::InsertError>,
 ) -> Result<Result<bool, crate::error::InsertError>, Sealed> {
     let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h);
+    #[cfg(loom)]
+    let early = broken::asked_before_stripe(t, elsewhere);
     let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
     #[cfg(loom)]
     let _lock = broken::unless(t, Canary::UnlockedUnique, _lock);
+    #[cfg(loom)]
+    let elsewhere = move || early.unwrap_or_else(elsewhere);
     if present_in_pair::<L>(t, tag, i1, i2) || elsewhere() {
         return Ok(Ok(false));
     }
@@ -566,6 +570,12 @@ mod broken {
         } else {
             stands
         }
+    }
+
+    /// `UncheckedUpper`: the levels above are asked before the pair's
+    /// stripe is taken (`Some(answer)`), and not again under it.
+    pub(super) fn asked_before_stripe(t: &Table, elsewhere: impl Fn() -> bool) -> Option<bool> {
+        (t.canary == Canary::UncheckedUpper).then(elsewhere)
     }
 
     /// `UnlockedUnique`, `UnlockedRemove`: the pair's stripe is let go at
