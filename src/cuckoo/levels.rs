@@ -32,6 +32,7 @@
 
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::InsertError;
+use crate::raw::bucket::L21x3;
 use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
@@ -195,15 +196,21 @@ impl CuckooFilter {
     #[cold]
     #[inline(never)]
     pub(crate) fn contains_leveled(&self, hash: u64) -> bool {
-        self.contains_top_down(hash)
+        match self.upper.get() {
+            Some(upper) => upper.contains_upper(hash) || self.contains_here(hash),
+            // An upper level itself (its own route is the leveled one).
+            None => self.contains_here(hash),
+        }
     }
 
-    /// The levels from the newest down to this one.
-    fn contains_top_down(&self, hash: u64) -> bool {
+    /// This upper level and the ones above it, newest first. Upper levels
+    /// all have the layout `L21x3`: no dispatch.
+    fn contains_upper(&self, hash: u64) -> bool {
+        debug_assert_eq!(self.layout, UPPER_LAYOUT);
         self.upper
             .get()
-            .is_some_and(|upper| upper.contains_top_down(hash))
-            || self.contains_here(hash)
+            .is_some_and(|upper| upper.contains_upper(hash))
+            || self.contains_here_in::<L21x3>(hash)
     }
 
     /// The newest level.
@@ -223,8 +230,9 @@ impl CuckooFilter {
             return self.insert_here(hash, unique, &self.writer_pin());
         }
         if !unique {
+            // An upper level: `L21x3`, no dispatch.
             let newest = self.newest();
-            return newest.insert_here(hash, false, &newest.writer_pin());
+            return newest.insert_here_in::<L21x3>(hash, false, &newest.writer_pin());
         }
         let _pin = self.writer_pin();
         loop {
@@ -243,7 +251,9 @@ impl CuckooFilter {
     #[cold]
     #[inline(never)]
     pub(crate) fn contains_above(&self, hash: u64) -> bool {
-        self.levels().skip(1).any(|l| l.contains_here(hash))
+        self.upper
+            .get()
+            .is_some_and(|upper| upper.contains_upper(hash))
     }
 
     /// Copies of `hash`'s tag in the levels above this one.

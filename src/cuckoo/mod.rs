@@ -280,7 +280,7 @@ impl CuckooFilter {
 
     /// `insert_here` for this level's layout `L`.
     #[inline(always)]
-    fn insert_here_in<L: Layout>(
+    pub(crate) fn insert_here_in<L: Layout>(
         &self,
         hash: u64,
         unique: bool,
@@ -399,7 +399,7 @@ impl CuckooFilter {
 
     /// `contains_here` for this level's layout `L`.
     #[inline(always)]
-    fn contains_here_in<L: Layout>(&self, hash: u64) -> bool {
+    pub(crate) fn contains_here_in<L: Layout>(&self, hash: u64) -> bool {
         let t = self.table();
         match ops::contains_hash::<L>(t, hash) {
             Ok(found) => found,
