@@ -192,12 +192,17 @@ impl CuckooFilter {
     }
 
     /// `contains` of a filter that has levels (or is one): the newest
-    /// level first, where most keys are.
+    /// level first, where most keys are. Every level's two buckets are
+    /// prefetched on the way up, so that the probes on the way down overlap
+    /// their cache misses instead of waiting for them one after another.
     #[cold]
     #[inline(never)]
     pub(crate) fn contains_leveled(&self, hash: u64) -> bool {
         match self.upper.get() {
-            Some(upper) => upper.contains_upper(hash) || self.contains_here(hash),
+            Some(upper) => {
+                super::with_layout!(self, L => self.prefetch_candidates::<L>(hash));
+                upper.contains_upper(hash) || self.contains_here(hash)
+            }
             // An upper level itself (its own route is the leveled one).
             None => self.contains_here(hash),
         }
@@ -207,10 +212,23 @@ impl CuckooFilter {
     /// all have the layout `L21x3`: no dispatch.
     fn contains_upper(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, UPPER_LAYOUT);
-        self.upper
-            .get()
-            .is_some_and(|upper| upper.contains_upper(hash))
-            || self.contains_here_in::<L21x3>(hash)
+        match self.upper.get() {
+            Some(upper) => {
+                self.prefetch_candidates::<L21x3>(hash);
+                upper.contains_upper(hash) || self.contains_here_in::<L21x3>(hash)
+            }
+            None => self.contains_here_in::<L21x3>(hash),
+        }
+    }
+
+    /// Starts the cache misses of `hash`'s two buckets in this level's
+    /// current table.
+    #[inline(always)]
+    fn prefetch_candidates<L: crate::raw::bucket::Layout>(&self, hash: u64) {
+        let t = self.table();
+        let at = t.geometry().locate::<L>(hash);
+        t.prefetch(at.i1);
+        t.prefetch(at.i2);
     }
 
     /// The newest level.
