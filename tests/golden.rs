@@ -169,7 +169,7 @@ fn answers(name: &str, header: &[(&str, String)], f: &dyn Probe, present: &[Key]
 /// The header fields the answers file records for a cuckoo filter.
 fn cuckoo_header(f: &CuckooFilter, bytes: &[u8]) -> Vec<(&'static str, String)> {
     let info = koel::inspect(bytes).unwrap();
-    vec![
+    let mut fields = vec![
         ("kind", format!("{:?}", info.kind)),
         ("format_version", info.format_version.to_string()),
         ("fingerprint_bits", f.fingerprint_bits().to_string()),
@@ -185,7 +185,28 @@ fn cuckoo_header(f: &CuckooFilter, bytes: &[u8]) -> Vec<(&'static str, String)> 
         ),
         ("max_memory", format!("{:?}", info.max_memory)),
         ("hash_algorithm", info.hash_algorithm_name().to_string()),
-    ]
+    ];
+    // Files of one level have no such line.
+    if info.levels > 1 {
+        fields.push(("levels", f.stats().levels.to_string()));
+        let uppers: Vec<String> = info
+            .upper_levels
+            .iter()
+            .map(|up| {
+                format!(
+                    "{}x{} m0 {} generation {} rate {:e} items {:?}",
+                    up.fingerprint_bits,
+                    up.tags_per_bucket,
+                    up.m0,
+                    up.generation,
+                    up.max_false_positive_rate.unwrap_or(0.0),
+                    up.item_count
+                )
+            })
+            .collect();
+        fields.push(("upper_levels", uppers.join("; ")));
+    }
+    fields
 }
 
 fn bloom_header(f: &BloomFilter, bytes: &[u8]) -> Vec<(&'static str, String)> {
@@ -238,6 +259,23 @@ fn cuckoo_specs() -> Vec<(&'static str, CuckooFilter, u64)> {
     ]
 }
 
+/// Golden cuckoo filters grown past their tag bits (a record per level),
+/// which format version 1 could not hold.
+fn leveled_specs() -> Vec<(&'static str, CuckooFilter, u64)> {
+    vec![(
+        "cuckoo16_levels.koel",
+        // 1.5e-4 forbids any doubling of the first table: the keys past
+        // its 256 slots go to a level of 21-bit tags.
+        CuckooFilter::builder()
+            .capacity(100)
+            .max_false_positive_rate(1.5e-4)
+            .seed(0x6b6f_656c_1e7e)
+            .build()
+            .unwrap(),
+        500,
+    )]
+}
+
 fn bloom_spec() -> (&'static str, BloomFilter, u64) {
     (
         "bloom.koel",
@@ -255,7 +293,7 @@ fn bloom_spec() -> (&'static str, BloomFilter, u64) {
 /// answers) into `tests/golden/`, under `prefix`.
 fn write_golden(prefix: &str) {
     std::fs::create_dir_all(dir()).unwrap();
-    for (name, f, n) in cuckoo_specs() {
+    for (name, f, n) in cuckoo_specs().into_iter().chain(leveled_specs()) {
         let keys = present_keys(n);
         for k in &keys {
             k.with(&mut |key| f.insert_hash(key.cuckoo_hash(&f)).unwrap());
@@ -375,6 +413,10 @@ fn check_cuckoo(name: &str, resave_identical: bool) -> CuckooFilter {
 fn cuckoo_golden_files_load_and_answer_as_recorded() {
     for (name, _, _) in cuckoo_specs() {
         check_cuckoo(name, true);
+    }
+    for (name, _, _) in leveled_specs() {
+        let f = check_cuckoo(name, true);
+        assert_eq!(f.stats().levels, 2, "{name}");
     }
 }
 

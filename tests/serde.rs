@@ -30,6 +30,30 @@ fn a_cuckoo_filter_round_trips_through_json_with_its_settings() {
 }
 
 #[test]
+fn a_filter_with_levels_round_trips_through_json() {
+    // Grown past its tag bits: a record per level inside the one byte
+    // string.
+    let f = CuckooFilter::builder()
+        .capacity(100)
+        .max_false_positive_rate(1.5e-4)
+        .seed(8)
+        .build()
+        .unwrap();
+    let mut k = 0u64;
+    while f.stats().levels < 3 {
+        f.insert(&k).unwrap();
+        k += 1;
+    }
+    let json = serde_json::to_string(&f).unwrap();
+    let g: CuckooFilter = serde_json::from_str(&json).unwrap();
+    assert_eq!((g.len(), g.stats().levels), (f.len(), 3));
+    assert!((0..k).all(|k| g.contains(&k)));
+    for k in k..k + 20_000 {
+        assert_eq!(f.contains(&k), g.contains(&k), "key {k}");
+    }
+}
+
+#[test]
 fn a_bloom_filter_round_trips_through_json() {
     let f = BloomFilter::builder()
         .capacity(1000)

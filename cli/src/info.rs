@@ -77,7 +77,11 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 /// The lines of one filter: its header, items, and (if it loaded) memory
 /// and rate, each line after `indent`.
 fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
-    let slots = info.buckets * u64::from(info.tags_per_bucket);
+    // Every level's slots: the item count covers them all.
+    let slots: u64 = std::iter::once(info)
+        .chain(&info.upper_levels)
+        .map(|l| l.buckets * u64::from(l.tags_per_bucket))
+        .sum();
     println!(
         "{indent}kind         {}, format version {}",
         info.kind.name(),
@@ -101,6 +105,30 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
             info.generation,
             info.generation
         );
+    }
+    if info.levels > 1 {
+        println!(
+            "{indent}levels       {}: grown past its tag bits, {} level{} of 21-bit tags above the first",
+            info.levels,
+            info.levels - 1,
+            if info.levels == 2 { "" } else { "s" }
+        );
+        for (k, level) in info.upper_levels.iter().enumerate() {
+            let slots = level.buckets * u64::from(level.tags_per_bucket);
+            let items = level.item_count.unwrap_or(0);
+            println!(
+                "{indent}level {:<7}{}-bit tags x {}; {} buckets = {} x 2^{}; {} items (load {:.1}%); fpr cap {:.1e}",
+                k + 1,
+                level.fingerprint_bits,
+                level.tags_per_bucket,
+                HumanCount(level.buckets),
+                HumanCount(level.m0),
+                level.generation,
+                HumanCount(items),
+                items as f64 * 100.0 / slots.max(1) as f64,
+                level.max_false_positive_rate.unwrap_or(0.0)
+            );
+        }
     }
     println!(
         "{indent}seed         {:#018x}, hash {}",

@@ -49,7 +49,15 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         Some(n) => format!("chain of {n} {} filters", kind.name()),
         None => format!("{} filter", kind.name()),
     };
-    let all = if inspected.chain.is_some() {
+    // A filter grown past its tag bits is one record per level, each with
+    // its own checksum and probe.
+    let levels: usize = inspected.filters.iter().map(|i| i.levels).sum();
+    let in_levels = if levels > inspected.filters.len() {
+        format!(" in {levels} levels")
+    } else {
+        String::new()
+    };
+    let all = if inspected.chain.is_some() || levels > 1 {
         "checksums valid, hash probes match"
     } else {
         "checksum valid, hash probe matches"
@@ -58,7 +66,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     versions.dedup();
     let versions: Vec<String> = versions.iter().map(u16::to_string).collect();
     println!(
-        "{}: OK ({what}, format version {}, {} {}, {all})",
+        "{}: OK ({what}, format version {}, {} {}{in_levels}, {all})",
         path.display(),
         versions.join("+"),
         HumanCount(items),

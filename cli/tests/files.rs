@@ -387,3 +387,68 @@ fn quiet_build_prints_nothing_and_writes_the_file() {
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
     koel().arg("query").arg(&file).arg("b").assert().success();
 }
+
+/// A filter grown past its tag bits (three levels): `info` shows each
+/// level, `verify` counts them and every item, `query` finds every key.
+#[test]
+fn info_verify_and_query_read_a_filter_with_levels() {
+    use koel::Filter;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("levels.koel");
+    let f = koel::CuckooFilter::builder()
+        .capacity(100)
+        .max_false_positive_rate(1.5e-4)
+        .seed(17)
+        .build()
+        .unwrap();
+    let mut n = 0u32;
+    while f.stats().levels < 3 {
+        n += 1;
+        f.insert_hash(f.hash_bytes(format!("user-{n}").as_bytes()))
+            .unwrap();
+    }
+    f.save(&file).unwrap();
+    let items = koel_cli::human::HumanCount(n as u64).to_string();
+    info_and_verify_accept(
+        &file,
+        2,
+        "xxh3",
+        &[
+            "levels       3: grown past its tag bits, 2 levels of 21-bit tags above the first",
+            "level 1      21-bit tags x 3",
+            "level 2      21-bit tags x 3",
+            &format!("items        {items} "),
+            "checksum     valid",
+        ],
+    );
+    koel()
+        .arg("verify")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "OK (cuckoo filter, format version 2, {items} items in 3 levels, checksums valid, hash probes match)"
+        )));
+    let present: String = (1..=n).map(|i| format!("user-{i}\n")).collect();
+    let out = koel()
+        .arg("query")
+        .arg(&file)
+        .write_stdin(present)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), n as usize);
+    assert!(
+        text.lines().all(|l| l.starts_with("maybe\t")),
+        "a key was lost"
+    );
+    // A damaged upper level fails both checks.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x10;
+    let damaged = dir.path().join("damaged.koel");
+    std::fs::write(&damaged, &bytes).unwrap();
+    assert_check_fails(&["verify".as_ref(), damaged.as_os_str()], "checksum");
+    assert_check_fails(&["info".as_ref(), damaged.as_os_str()], "checksum");
+}

@@ -339,7 +339,9 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     "Number of buckets",
                     int((f.capacity() / f.tags_per_bucket() as usize) as u64),
                 ),
-                ("Number of filters", int(1)),
+                // A filter grown past its tag bits has levels above its
+                // first table, as a scaling filter has sub-filters.
+                ("Number of filters", int(f.levels_count() as u64)),
                 ("Number of items inserted", int(f.len() as u64)),
                 ("Number of items deleted", int(v.deleted)),
                 ("Bucket size", int(f.tags_per_bucket().into())),

@@ -177,6 +177,38 @@ mod tests {
     }
 
     #[test]
+    fn a_filter_grown_past_its_tag_bits_round_trips() {
+        let mut k = CfKey::create(
+            Options {
+                capacity: 100,
+                ..Options::default()
+            },
+            Some(3),
+        )
+        .unwrap();
+        let mut n = 0u32;
+        while k.filter.stats().levels < 2 || !n.is_multiple_of(1000) {
+            k.insert(&n.to_le_bytes(), false).unwrap();
+            n += 1;
+        }
+        let bytes = k.encode().unwrap();
+        let back = CfKey::decode(&bytes).unwrap();
+        assert_eq!(back.filter.stats().levels, k.filter.stats().levels);
+        assert_eq!(back.filter.len(), n as usize);
+        assert!((0..n).all(|i| back.filter.contains(&i.to_le_bytes()[..])));
+        assert_eq!(
+            back.encode().unwrap(),
+            bytes,
+            "encoded again, the same bytes"
+        );
+        // A byte of the level above (the last record) damaged.
+        let mut bad = bytes.clone();
+        let at = bytes.len() - 100;
+        bad[at] ^= 0x01;
+        assert!(CfKey::decode(&bad).is_err());
+    }
+
+    #[test]
     fn growth_is_finished_by_the_write_that_started_it() {
         let mut k = CfKey::create(
             Options {

@@ -47,6 +47,39 @@ fn debug_reload_and_rdb_restart_restore_the_same_filters() {
     assert_eq!(state(c), before, "after a restart from the RDB file");
 }
 
+/// A filter grown past its tag bits (levels above its first table) comes
+/// back from DEBUG RELOAD and an RDB restart byte for byte.
+#[test]
+fn a_filter_with_levels_survives_reload_and_restart() {
+    if !common::redis_available("a_filter_with_levels_survives_reload_and_restart") {
+        return;
+    }
+    let mut s = Server::start(&[]);
+    let c = &mut s.connection();
+    // 12-bit tags stop doubling at 4x: 200 slots become 3 levels.
+    q::<String>(c, &[b"CF.RESERVE", b"cf", b"200", b"BUCKETSIZE", b"5"]);
+    let added = each(c, "CF.ADD", "cf", 0..N);
+    assert!(added.iter().all(|&r| r == 1));
+    let levels = cf_info(c, "cf", "Number of filters");
+    assert!(levels >= 2, "{levels} levels");
+    let before = answers(c, false, "cf", 2 * N);
+    assert!(before.answers[..N as usize].iter().all(|&a| a >= 1));
+    q::<String>(c, &[b"DEBUG", b"RELOAD"]);
+    assert_eq!(answers(c, false, "cf", 2 * N), before, "after DEBUG RELOAD");
+    assert_eq!(cf_info(c, "cf", "Number of filters"), levels);
+    q::<String>(c, &[b"SAVE"]);
+    s.restart();
+    let c = &mut s.connection();
+    assert_eq!(
+        answers(c, false, "cf", 2 * N),
+        before,
+        "after an RDB restart"
+    );
+    // It goes on growing.
+    let added = each(c, "CF.ADD", "cf", N..2 * N);
+    assert!(added.iter().all(|&r| r == 1));
+}
+
 fn aof_restart(preamble: &str) {
     let mut s = Server::start(&["--appendonly", "yes", "--aof-use-rdb-preamble", preamble]);
     let c = &mut s.connection();

@@ -118,6 +118,19 @@ impl Upper {
         )
     }
 
+    /// The link of an upper level rebuilt from a file: what `build_upper`
+    /// gave the level when it was made, from what the file holds. The level's
+    /// own `max_false_positive_rate` is half the budget the levels below left
+    /// it, so that budget is twice its rate; the cap and the memory cap are
+    /// the first level's (`first`).
+    pub(crate) fn loaded(own: &GrowthPolicy, first: &GrowthPolicy) -> Upper {
+        Upper::with_budget(
+            2.0 * own.max_false_positive_rate,
+            first.max_false_positive_rate,
+            first.max_memory,
+        )
+    }
+
     fn with_budget(budget: f64, cap: f64, cap_memory: Option<usize>) -> Upper {
         Upper {
             level: AtomicPtr::new(std::ptr::null_mut()),
@@ -183,6 +196,11 @@ impl CuckooFilter {
     /// This level and every level above it, bottom up.
     pub(crate) fn levels(&self) -> impl Iterator<Item = &CuckooFilter> {
         std::iter::successors(Some(self), |l| l.upper.get())
+    }
+
+    /// The level right above this one, if one was published.
+    pub(crate) fn upper_level(&self) -> Option<&CuckooFilter> {
+        self.upper.get()
     }
 
     /// Number of levels (1 for a filter that never outgrew its first
@@ -298,6 +316,33 @@ impl CuckooFilter {
             }
         }
         holder.is_some_and(|level| level.remove_here(hash, &level.writer_pin()))
+    }
+
+    /// Puts `level`, rebuilt from a file, above the top level of this
+    /// filter (a first level): it gets the link `build_upper` would have
+    /// given it ([`Upper::loaded`]), the level below takes the leveled
+    /// route, and it is published as `upper_or_publish` does. For a filter
+    /// no other thread sees yet (the loader's).
+    ///
+    /// # Panics
+    ///
+    /// If another thread is publishing a level above the top level at the
+    /// same time (never, for the loader's filter).
+    pub(crate) fn attach_loaded(&self, mut level: CuckooFilter) {
+        let first = self.policy;
+        let top = self.levels().last().unwrap_or(self);
+        level.upper = Upper::loaded(&level.policy, &first);
+        // Acquire: as in `upper_or_publish`. Held for good, as there: the
+        // level is never replaced.
+        let claimed = top
+            .upper
+            .claim
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok();
+        assert!(claimed, "attach_loaded: the top level is being grown");
+        // First the route, then the level (see `Route::get`).
+        top.route.set_leveled();
+        top.upper.publish(level);
     }
 
     /// Whether an insert refused with `refusal` by this level's growth goes

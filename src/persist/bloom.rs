@@ -45,6 +45,10 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             });
         }
     }
+    // A Bloom filter has no levels: no record may follow it.
+    if h.flags != 0 {
+        return Err(LoadError::UnknownFlags(h.flags));
+    }
     if h.words_per_bucket != 8 {
         return Err(LoadError::UnsupportedBloomLayout {
             bits_per_key: h.tags_per_bucket,
@@ -140,8 +144,18 @@ impl Saved for BloomFilter {
     type Shape = Shape;
     type Check = BitCount;
 
-    fn shape(h: &Header) -> Result<Shape, LoadError> {
+    fn shape(h: &Header, _below: Option<&Shape>) -> Result<Shape, LoadError> {
         shape(h)
+    }
+
+    fn level_above(_: &Shape) -> bool {
+        false
+    }
+
+    fn attach(&self, _above: Self) {
+        // `level_above` is false for every Bloom shape (`shape` refuses
+        // the flag), so the loaders never read a second record.
+        unreachable!("a Bloom filter has no levels")
     }
 
     fn payload_len(shape: &Shape) -> u64 {

@@ -5,6 +5,7 @@ use super::file;
 use super::format::{self, Header};
 use super::saved::{self, PayloadCheck, Saved};
 use super::stream;
+use crate::cuckoo::levels::UPPER_LAYOUT;
 use crate::cuckoo::snapshot::FromPartsError;
 use crate::cuckoo::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::filter::FilterKind;
@@ -25,6 +26,11 @@ pub(crate) struct Shape {
     /// The saved growth settings (version 1: the builder's defaults).
     pub(crate) policy: GrowthPolicy,
     pub(crate) algorithm: HashAlgorithm,
+    pub(crate) seed: u64,
+    /// 0 for the first record, `k` for the `k`-th level above it.
+    pub(crate) level: usize,
+    /// Whether the record of the level above follows this one.
+    pub(crate) level_above: bool,
 }
 
 /// Growth codes at offset 20 (version 2).
@@ -65,9 +71,10 @@ fn policy(h: &Header) -> Result<GrowthPolicy, LoadError> {
 }
 
 /// Checks every cuckoo-specific header field except the hash probe (which
-/// [`inspect`](crate::inspect) reports instead of refusing). Allocates
-/// nothing.
-pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
+/// [`inspect`](crate::inspect) reports instead of refusing), and that the
+/// record fits above `below`, the shape of the record before it (`None`
+/// for the first). Allocates nothing.
+pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadError> {
     let found = h.kind()?;
     if found != FilterKind::Cuckoo {
         return Err(LoadError::WrongKind {
@@ -80,6 +87,7 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
     let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
         (16, 4, 1) => LayoutKind::Tags16x4,
         (12, 5, 1) => LayoutKind::Tags12x5,
+        (21, 3, 1) => LayoutKind::Tags21x3,
         _ => {
             return Err(LoadError::UnsupportedLayout {
                 tag_bits: h.tag_bits,
@@ -112,13 +120,72 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             expected: payload_len,
         });
     }
-    Ok(Shape {
+    let shape = Shape {
         layout,
         geo,
         payload_len,
         policy,
         algorithm,
-    })
+        seed: h.seed,
+        level: below.map_or(0, |b| b.level + 1),
+        level_above: h.level_above(),
+    };
+    check_level(&shape, below)?;
+    Ok(shape)
+}
+
+/// Checks that a record of `shape` may be where it is: level 0 or above
+/// `below`, as `levels.rs` builds levels (`build_upper`). A level above
+/// has the upper layout, hashes as the level below, doubles, and has a
+/// smaller false-positive rate and memory limit than the level below (the
+/// engine subtracts them).
+fn check_level(shape: &Shape, below: Option<&Shape>) -> Result<(), LoadError> {
+    let invalid = |reason| {
+        Err(LoadError::InvalidLevel {
+            level: shape.level,
+            reason,
+        })
+    };
+    if shape.level >= format::MAX_LEVELS {
+        return invalid("more levels than any filter grows (at most 64)");
+    }
+    if shape.level_above && shape.policy.growth != Growth::Double {
+        // Only a doubling level that may not double again gets one.
+        return invalid("a level that never grows (Growth::Fixed) has no level above");
+    }
+    let Some(below) = below else {
+        if shape.layout == UPPER_LAYOUT {
+            return invalid("21-bit tags are for the levels above the first only");
+        }
+        return Ok(());
+    };
+    if shape.layout != UPPER_LAYOUT {
+        return invalid("a level above the first must hold 21-bit tags, 3 per bucket");
+    }
+    if shape.policy.growth != Growth::Double {
+        return invalid("a level above the first always doubles (growth 0)");
+    }
+    if shape.seed != below.seed || shape.algorithm != below.algorithm {
+        return invalid("its seed or hash algorithm differs from the level below's");
+    }
+    // Both rates are in (0, 1] (`policy`): no NaN.
+    if shape.policy.max_false_positive_rate >= below.policy.max_false_positive_rate {
+        return invalid(
+            "its max_false_positive_rate is not below the level below's (it gets half of what \
+             the levels below leave)",
+        );
+    }
+    let memory_fits = match (shape.policy.max_memory, below.policy.max_memory) {
+        (None, None) => true,
+        (Some(own), Some(max)) => own <= max,
+        _ => false,
+    };
+    if !memory_fits {
+        return invalid(
+            "its max_memory is not within the level below's (it gets what the levels below leave)",
+        );
+    }
+    Ok(())
 }
 
 /// Checks bucket words as they stream past: counts occupied slots and
@@ -291,8 +358,16 @@ impl Saved for CuckooFilter {
     type Shape = Shape;
     type Check = WordCheck;
 
-    fn shape(h: &Header) -> Result<Shape, LoadError> {
-        shape(h)
+    fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadError> {
+        shape(h, below)
+    }
+
+    fn level_above(shape: &Shape) -> bool {
+        shape.level_above
+    }
+
+    fn attach(&self, above: Self) {
+        self.attach_loaded(above);
     }
 
     fn payload_len(shape: &Shape) -> u64 {
@@ -350,6 +425,13 @@ impl CuckooFilter {
     /// `max_memory`, `max_false_positive_rate`). (A format version 1 file
     /// had no growth settings: loaded, it gets the builder's defaults.)
     ///
+    /// A filter that grew past its first table's tag bits (more than one
+    /// level, [`Stats::levels`](crate::Stats::levels)) is saved level by
+    /// level, each as one record of the format and under its own snapshot
+    /// (keys never move between levels, so the guarantee above holds for
+    /// the whole filter); a level published during the call may or may not
+    /// be in the file, and holds only items inserted during it.
+    ///
     /// # Errors
     ///
     /// Any error of `writer`; what was written until then is not a valid
@@ -364,20 +446,29 @@ impl CuckooFilter {
     /// assert!(g.contains("a"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
-        if self.levels_count() > 1 {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "this filter has grown past its tag bits (more than one level); \
-                 this version cannot save it yet",
-            ));
+    pub fn write_to<W: Write>(&self, mut writer: W) -> io::Result<()> {
+        // Level by level, each under its own snapshot: keys never move
+        // between levels, so an item inserted before this call is in its
+        // level's snapshot. A level published meanwhile holds only items
+        // inserted during the call; it is written only if the level below
+        // had it when that level's record began.
+        let mut level = Some(self);
+        while let Some(here) = level {
+            let above = here.upper_level();
+            here.write_level(&mut writer, above.is_some())?;
+            level = above;
         }
+        Ok(())
+    }
+
+    /// Writes this level's record; `above`: the level above follows it.
+    fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
         self.with_snapshot(|view| {
             let header = Header {
                 version: format::FORMAT_VERSION,
                 kind: format::KIND_CUCKOO,
                 hash_algorithm: view.hash_algorithm.id(),
-                flags: 0,
+                flags: if above { format::FLAG_LEVEL_ABOVE } else { 0 },
                 tag_bits: view.layout.tag_bits() as u8,
                 tags_per_bucket: view.layout.lanes() as u8,
                 words_per_bucket: 1,
@@ -407,7 +498,8 @@ impl CuckooFilter {
     /// [`save`](Self::save) from `reader`, checking every field, the
     /// payload and the checksum before the filter is returned.
     ///
-    /// Reads exactly the file's bytes, nothing after them. Never allocates
+    /// Reads exactly the file's bytes (every level's record, up to the one
+    /// that announces no level above), nothing after them. Never allocates
     /// more than the input justifies: the payload is buffered as it
     /// arrives (growing with it), then copied into the table, so memory
     /// peaks at twice the table. [`load`](Self::load) reads a path with
@@ -467,8 +559,9 @@ impl CuckooFilter {
     /// Loads a filter saved with [`save`](Self::save) (or any file written
     /// by [`write_to`](Self::write_to)).
     ///
-    /// Checks the header, then that the file is exactly as long as the
-    /// header announces, before allocating the table; then reads the
+    /// Checks the header (every level's, for a filter with levels), then
+    /// that the file is exactly as long as they announce, before
+    /// allocating a table; then reads the
     /// payload straight into the table and verifies it and the checksum.
     /// A file that occupies less storage than its length (sparse, or on a
     /// compressing file system) is verified first, in one 1 MiB buffer,
@@ -501,6 +594,9 @@ mod tests {
             payload_len: 0,
             policy: GrowthPolicy::default(),
             algorithm: HashAlgorithm::Xxh3,
+            seed: 0,
+            level: 0,
+            level_above: false,
         })
     }
 

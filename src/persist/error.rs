@@ -183,6 +183,17 @@ pub enum LoadError {
         /// The file's rate.
         rate: f64,
     },
+    /// A record of a filter with levels does not fit where it is: a first
+    /// level of 21-bit tags, a level above of another layout, seed, hash
+    /// or growth than the filter's, settings no level above could have,
+    /// or more levels than any filter grows.
+    InvalidLevel {
+        /// The record's level: 0 for the first record, 1 for the level
+        /// above it, ...
+        level: usize,
+        /// What does not fit.
+        reason: &'static str,
+    },
     /// The file is valid, but the allocator refused the table.
     AllocationFailed {
         /// Bytes requested.
@@ -237,8 +248,12 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnknownFlags(flags) => write!(
                 f,
-                "header flags {flags:#x} are not understood by this build (it knows none)"
+                "header flags {flags:#x} are not understood by this build (it knows only bit 0, \
+                 a cuckoo filter's level above, in format version 2)"
             ),
+            LoadError::InvalidLevel { level, reason } => {
+                write!(f, "level {level} of the filter is invalid: {reason}")
+            }
             LoadError::ReservedNotZero { offset, value } => write!(
                 f,
                 "reserved header field at byte {offset} is {value:#x}, must be 0"
@@ -382,9 +397,10 @@ mod tests {
             LoadError::AllocationFailed { .. } => 25,
             LoadError::UnknownGrowth(_) => 26,
             LoadError::InvalidMaxFalsePositiveRate { .. } => 27,
+            LoadError::InvalidLevel { .. } => 28,
         }
     }
-    const VARIANTS: usize = 28;
+    const VARIANTS: usize = 29;
 
     /// One value of every variant, with the words its message must hold
     /// (what is wrong, and the values that say by how much).
@@ -449,7 +465,14 @@ mod tests {
                 LoadError::InvalidMaxFalsePositiveRate { rate: 2.5 },
                 &["max_false_positive_rate 2.5", "outside"],
             ),
-            (LoadError::UnknownFlags(0x30), &["flags 0x30"]),
+            (LoadError::UnknownFlags(0x30), &["flags 0x30", "bit 0"]),
+            (
+                LoadError::InvalidLevel {
+                    level: 2,
+                    reason: "another seed than the level below",
+                },
+                &["level 2", "invalid", "another seed"],
+            ),
             (
                 LoadError::ReservedNotZero {
                     offset: 20,

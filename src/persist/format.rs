@@ -23,6 +23,15 @@ pub(crate) const TRAILER_LEN: usize = 16;
 /// a string and a fixed-width integer.
 pub(crate) const PROBE_INPUT: (&str, u64) = ("koel hash probe", 0x6b6f_656c_7072_6f62);
 
+/// Flag bit 0 (version 2, cuckoo filters): another whole record follows
+/// this one and is the level above it. Every other bit is refused.
+pub(crate) const FLAG_LEVEL_ABOVE: u32 = 1;
+/// The most levels a file may hold: each level above the first has at
+/// most half the false-positive budget of the one below and needs at
+/// least the rate of a first 21-bit table, so no filter has more than
+/// about 20.
+pub(crate) const MAX_LEVELS: usize = 64;
+
 /// Kind byte of a cuckoo filter.
 pub(crate) const KIND_CUCKOO: u8 = 1;
 /// Kind byte of a Bloom filter.
@@ -210,7 +219,10 @@ impl Header {
         };
         h.kind()?;
         h.algorithm()?;
-        if h.flags != 0 {
+        // Version 1 had no flags; the kind's loader decides whether its
+        // filters may have levels.
+        let known = if v2 { FLAG_LEVEL_ABOVE } else { 0 };
+        if h.flags & !known != 0 {
             return Err(LoadError::UnknownFlags(h.flags));
         }
         if h.reserved != 0 {
@@ -232,6 +244,11 @@ impl Header {
             Some(a) => Ok(a),
             None => Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm)),
         }
+    }
+
+    /// Whether the level above follows this record ([`FLAG_LEVEL_ABOVE`]).
+    pub(crate) fn level_above(&self) -> bool {
+        self.flags & FLAG_LEVEL_ABOVE != 0
     }
 
     /// Bytes of this header in its file.
@@ -362,6 +379,30 @@ mod tests {
                 offset: 80,
                 value: 1
             })
+        ));
+    }
+
+    #[test]
+    fn only_the_level_above_flag_is_known_and_only_in_version_2() {
+        let mut h = sample();
+        h.flags = FLAG_LEVEL_ABOVE;
+        let back = Header::decode(&h.encode()).unwrap();
+        assert!(back.level_above());
+        assert_eq!(&h.encode()[12..16], &[1, 0, 0, 0]);
+        for flags in [2, 3, 0x8000_0000] {
+            h.flags = flags;
+            assert!(matches!(
+                Header::decode(&h.encode()),
+                Err(LoadError::UnknownFlags(f)) if f == flags
+            ));
+        }
+        let mut b = v1_bytes(1);
+        b[12] = 1;
+        let sum = xxh3_64(&b[..72]);
+        b[72..].copy_from_slice(&sum.to_le_bytes());
+        assert!(matches!(
+            Header::decode(&b),
+            Err(LoadError::UnknownFlags(1))
         ));
     }
 

@@ -88,6 +88,18 @@ pub struct FileInfo {
     pub counted_items: Option<u64>,
     /// Whether the payload is intact.
     pub checksum: ChecksumStatus,
+    /// Levels in the file: 1, or more for a cuckoo filter that grew past
+    /// its first table's tag bits (one record per level, back to back). The
+    /// fields above then describe the first level, except `checksum`,
+    /// `hash_probe_matches`, `item_count` and `counted_items`, which cover
+    /// every level: valid only if every level's checksum is (else the first
+    /// level's that is not, or the whole file's truncation), matching only
+    /// if every level's probe does, and counts summed (`None` if a level's
+    /// is missing).
+    pub levels: usize,
+    /// Each level above the first, bottom up, described by itself (its own
+    /// `levels` is 1). Empty for a filter of one level.
+    pub upper_levels: Vec<FileInfo>,
 }
 
 impl FileInfo {
@@ -129,7 +141,98 @@ impl FileInfo {
 /// version, damaged or invalid, or for a read error.
 pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
     let header = stream::read_header(&mut reader)?;
-    let header = header.as_slice();
+    let (mut info, mut shape) = inspect_record(&mut reader, header.as_slice(), None)?;
+    let mut uppers = Vec::new();
+    // The levels above, while the last record was whole and announces one
+    // (a damaged payload's header is still trusted: it has its checksum).
+    let mut cut = None;
+    while let Some(below) = shape.filter(|s| s.level_above) {
+        if matches!(
+            uppers.last().unwrap_or(&info).checksum,
+            ChecksumStatus::Truncated { .. }
+        ) {
+            break;
+        }
+        let header = match stream::read_header(&mut reader) {
+            Ok(header) => header,
+            Err(LoadError::Truncated {
+                expected, found, ..
+            }) => {
+                cut = Some((expected, found));
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        let (upper, above) = inspect_record(&mut reader, header.as_slice(), Some(&below))?;
+        uppers.push(upper);
+        shape = above;
+    }
+    if uppers.is_empty() && cut.is_none() {
+        return Ok(info);
+    }
+    // The whole file's summary in the first level's fields.
+    let (mut expected, mut found) = (0u64, 0u64);
+    let mut first_bad = None;
+    for level in std::iter::once(&info).chain(&uppers) {
+        expected += level.file_len();
+        found += match level.checksum {
+            ChecksumStatus::Truncated { found, .. } => found,
+            _ => level.file_len(),
+        };
+        if first_bad.is_none() && level.checksum != ChecksumStatus::Valid {
+            first_bad = Some(level.checksum);
+        }
+    }
+    let sum = |f: fn(&FileInfo) -> Option<u64>| {
+        std::iter::once(&info)
+            .chain(&uppers)
+            .map(f)
+            .try_fold(0u64, |all, n| Some(all + n?))
+    };
+    let (item_count, counted_items) = (sum(|i| i.item_count), sum(|i| i.counted_items));
+    let probes = std::iter::once(&info)
+        .chain(&uppers)
+        .all(|i| i.hash_probe_matches);
+    info.checksum = match (cut, first_bad) {
+        (Some((header, got)), _) => ChecksumStatus::Truncated {
+            expected: expected + header,
+            found: found + got,
+        },
+        (None, Some(ChecksumStatus::Truncated { .. })) => {
+            ChecksumStatus::Truncated { expected, found }
+        }
+        (None, Some(bad)) => bad,
+        (None, None) => ChecksumStatus::Valid,
+    };
+    info.item_count = item_count;
+    info.counted_items = counted_items;
+    info.hash_probe_matches = probes;
+    info.levels = 1 + uppers.len();
+    info.upper_levels = uppers;
+    Ok(info)
+}
+
+impl FileInfo {
+    /// Bytes of this record: header, payload, trailer.
+    fn file_len(&self) -> u64 {
+        let header = if self.format_version == 1 {
+            super::format::HEADER_LEN_V1
+        } else {
+            super::format::HEADER_LEN
+        };
+        self.payload_bytes
+            .saturating_add((header + TRAILER_LEN) as u64)
+    }
+}
+
+/// The record whose header is `header` (read from `reader`, which is now
+/// at its payload), after the record of `below` (`None`: the first):
+/// its description, and its shape if it is a cuckoo filter's.
+fn inspect_record(
+    reader: &mut impl Read,
+    header: &[u8],
+    below: Option<&cuckoo::Shape>,
+) -> Result<(FileInfo, Option<cuckoo::Shape>), LoadError> {
     let h = Header::decode(header)?;
     let mut info = FileInfo {
         kind: h.kind()?,
@@ -155,10 +258,12 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
             expected: h.file_len(),
             found: header.len() as u64,
         },
+        levels: 1,
+        upper_levels: Vec::new(),
     };
     match info.kind {
         FilterKind::Cuckoo => {
-            let shape = cuckoo::shape(&h)?;
+            let shape = cuckoo::shape(&h, below)?;
             info.fingerprint_bits = shape.layout.tag_bits();
             info.tags_per_bucket = shape.layout.lanes();
             info.m0 = shape.geo.m0();
@@ -166,14 +271,16 @@ pub fn inspect<R: Read>(mut reader: R) -> Result<FileInfo, LoadError> {
             info.growth = Some(shape.policy.growth);
             info.max_false_positive_rate = Some(shape.policy.max_false_positive_rate);
             info.max_memory = shape.policy.max_memory.map(|m| m as u64);
-            stream_payload(reader, header, WordCheck::new(&shape), info)
+            let info = stream_payload(reader, header, WordCheck::new(&shape), info)?;
+            Ok((info, Some(shape)))
         }
         FilterKind::Bloom => {
             let shape = bloom::shape(&h)?;
             info.bits_per_key = shape.parts.hashes;
             info.sized_capacity = Some(shape.parts.capacity);
             info.target_false_positive_rate = Some(shape.parts.target_fpr);
-            stream_payload(reader, header, BitCount::default(), info)
+            let info = stream_payload(reader, header, BitCount::default(), info)?;
+            Ok((info, None))
         }
     }
 }

@@ -48,9 +48,16 @@ pub(crate) trait Saved: Sized {
     type Shape: Copy;
     /// The kind's check of payload words.
     type Check: PayloadCheck;
-    /// Checks every kind-specific header field except the hash probe.
-    /// Allocates nothing.
-    fn shape(h: &Header) -> Result<Self::Shape, LoadError>;
+    /// Checks every kind-specific header field except the hash probe, and
+    /// that the record may follow `below` (the shape of the record before
+    /// it, whose level this one is above; `None` for the first). Allocates
+    /// nothing.
+    fn shape(h: &Header, below: Option<&Self::Shape>) -> Result<Self::Shape, LoadError>;
+    /// Whether the record of the level above follows a record of `shape`.
+    fn level_above(shape: &Self::Shape) -> bool;
+    /// Puts `above`, built from the record after this filter's top level,
+    /// above that level. Called only when `level_above` said so.
+    fn attach(&self, above: Self);
     /// Payload bytes of a file of this shape.
     fn payload_len(shape: &Self::Shape) -> u64;
     /// A fresh payload check.
@@ -93,35 +100,66 @@ pub(crate) fn write_file<W: Write>(
     writer.flush()
 }
 
-/// The header of the input, decoded and checked for kind `F`.
+/// The header of the input, decoded and checked for kind `F` as the record
+/// after `below` (`None`: the first).
 fn read_checked_header<F: Saved>(
     r: &mut impl Read,
+    below: Option<&F::Shape>,
 ) -> Result<(HeaderBytes, Header, F::Shape), LoadError> {
-    let bytes = stream::read_header(r)?;
+    let bytes = stream::read_header(r).map_err(|e| match e {
+        // The level below announced this record; say so.
+        LoadError::Truncated {
+            section: "header",
+            expected,
+            found,
+        } if below.is_some() => LoadError::Truncated {
+            section: "header of the level above",
+            expected,
+            found,
+        },
+        e => e,
+    })?;
     let h = Header::decode(bytes.as_slice())?;
-    let shape = F::shape(&h)?;
+    let shape = F::shape(&h, below)?;
     check_probe(&h)?;
     Ok((bytes, h, shape))
 }
 
-/// `read_from` for any kind: buffers the payload as it arrives, verifies
-/// it, then builds the filter.
-pub(crate) fn read_from<F: Saved>(mut reader: impl Read) -> Result<F, LoadError> {
-    let (bytes, h, shape) = read_checked_header::<F>(&mut reader)?;
+/// Reads one record (header, payload, trailer) after `below`, buffering the
+/// payload as it arrives, verifies it, then builds its filter.
+fn read_record<F: Saved>(
+    reader: &mut impl Read,
+    below: Option<&F::Shape>,
+) -> Result<(F, F::Shape), LoadError> {
+    let (bytes, h, shape) = read_checked_header::<F>(reader, below)?;
     let mut sum = Xxh3::new();
     sum.update(bytes.as_slice());
     let mut check = F::check(&shape);
-    let payload = PayloadReader::new(F::payload_len(&shape)).read_all(&mut reader, |chunk| {
+    let payload = PayloadReader::new(F::payload_len(&shape)).read_all(reader, |chunk| {
         sum.update(chunk);
         check.absorb(chunk);
     })?;
-    let stored_count = stream::read_trailer(&mut reader, sum)?;
+    let stored_count = stream::read_trailer(reader, sum)?;
     check.verdict(stored_count)?;
-    F::build(&shape, &h, stored_count, |dst| {
+    let filter = F::build(&shape, &h, stored_count, |dst| {
         dst.copy_from_slice(&payload);
         stream::le_to_native_in_place(dst);
         Ok(())
-    })
+    })?;
+    Ok((filter, shape))
+}
+
+/// `read_from` for any kind: reads records until one without a level
+/// above, each verified before its filter is built, and stacks them.
+/// Reads nothing after the last record.
+pub(crate) fn read_from<F: Saved>(mut reader: impl Read) -> Result<F, LoadError> {
+    let (filter, mut shape) = read_record::<F>(&mut reader, None)?;
+    while F::level_above(&shape) {
+        let (level, above) = read_record::<F>(&mut reader, Some(&shape))?;
+        filter.attach(level);
+        shape = above;
+    }
+    Ok(filter)
 }
 
 /// Whether `meta`'s file occupies at least its length in storage. A file
@@ -141,16 +179,17 @@ fn fully_stored(meta: &std::fs::Metadata) -> bool {
     }
 }
 
-/// Streams the payload and trailer after `header` through the checksum
-/// and the kind's check, in one reused chunk; `Ok` only for an intact,
-/// valid file. Leaves `f` anywhere.
+/// Streams the payload and trailer of `record` through the checksum and
+/// the kind's check, in one reused chunk; `Ok` only for an intact, valid
+/// record. Leaves `f` anywhere.
 fn verify_payload<F: Saved>(
     f: &mut (impl Read + Seek),
-    header: &[u8],
-    shape: &F::Shape,
+    record: &Record<F>,
 ) -> Result<(), LoadError> {
+    let header = record.bytes.as_slice();
+    let shape = &record.shape;
     let payload_len = F::payload_len(shape);
-    f.seek(SeekFrom::Start(header.len() as u64))?;
+    f.seek(SeekFrom::Start(record.at + header.len() as u64))?;
     let mut sum = Xxh3::new();
     sum.update(header);
     let mut check = F::check(shape);
@@ -177,33 +216,103 @@ fn verify_payload<F: Saved>(
     check.verdict(stored_count)
 }
 
-/// `load` for any kind: checks the file's length against the header before
-/// allocating (and a sparse file's whole content), then reads the payload
-/// straight into the filter.
+/// A record of a file, its header checked.
+struct Record<F: Saved> {
+    /// Where it starts in the file.
+    at: u64,
+    bytes: HeaderBytes,
+    h: Header,
+    shape: F::Shape,
+}
+
+/// `load` for any kind: checks every record's header, and that they add
+/// up to the file's length, before allocating (and a sparse file's whole
+/// content); then reads each payload straight into its filter.
 pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     let mut f = std::fs::File::open(path)?;
     let meta = f.metadata()?;
     let actual = meta.len();
-    let (bytes, h, shape) = read_checked_header::<F>(&mut f)?;
-    if actual != h.file_len() {
+    let first = header_at::<F>(&mut f, 0, None, actual)?;
+    let mut above: Vec<Record<F>> = Vec::new();
+    loop {
+        let top = above.last().unwrap_or(&first);
+        if !F::level_above(&top.shape) {
+            break;
+        }
+        let next = header_at::<F>(&mut f, top.end(), Some(&top.shape), actual)?;
+        above.push(next);
+    }
+    let end = above.last().unwrap_or(&first).end();
+    if end != actual {
         return Err(LoadError::FileLengthMismatch {
-            expected: h.file_len(),
+            expected: end,
             actual,
         });
     }
-    let payload_len = F::payload_len(&shape);
     if !fully_stored(&meta) {
         // A sparse (or compressed) file's length costs nothing to claim:
-        // verify it with one chunk of memory before committing the table.
-        verify_payload::<F>(&mut f, bytes.as_slice(), &shape)?;
+        // verify it with one chunk of memory before committing the tables.
+        for record in std::iter::once(&first).chain(&above) {
+            verify_payload::<F>(&mut f, record)?;
+        }
     }
+    let filter = load_record(&mut f, &first)?;
+    for record in &above {
+        filter.attach(load_record(&mut f, record)?);
+    }
+    Ok(filter)
+}
+
+/// The checked header of the record at `at` of a file of `actual` bytes,
+/// after `below`; refuses a record that would end past the file.
+fn header_at<F: Saved>(
+    f: &mut std::fs::File,
+    at: u64,
+    below: Option<&F::Shape>,
+    actual: u64,
+) -> Result<Record<F>, LoadError> {
+    f.seek(SeekFrom::Start(at))?;
+    let (bytes, h, shape) = read_checked_header::<F>(f, below)?;
+    let record = Record {
+        at,
+        bytes,
+        h,
+        shape,
+    };
+    if record.end() > actual {
+        return Err(LoadError::FileLengthMismatch {
+            expected: record.end(),
+            actual,
+        });
+    }
+    Ok(record)
+}
+
+impl<F: Saved> Record<F> {
+    /// Where the record after this one starts.
+    fn end(&self) -> u64 {
+        self.at.saturating_add(self.h.file_len())
+    }
+}
+
+/// Reads `record`'s payload straight into its filter, verifying it and the
+/// checksum.
+fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F, LoadError> {
+    let Record {
+        at,
+        bytes,
+        h,
+        shape,
+    } = record;
+    let payload_len = F::payload_len(shape);
+    let start = at + h.len() as u64;
     // The item count is in the trailer and the filter wants it up front:
     // read it now, trust it only once the checksum (and the count of the
     // payload) confirm it below.
     let mut trailer = [0u8; TRAILER_LEN];
-    f.seek(SeekFrom::Start(h.len() as u64 + payload_len))?;
-    let got = read_full(&mut f, &mut trailer)?;
-    f.seek(SeekFrom::Start(h.len() as u64))?;
+    f.seek(SeekFrom::Start(start + payload_len))?;
+    let got = read_full(f, &mut trailer)?;
+    f.seek(SeekFrom::Start(start))?;
     if got < TRAILER_LEN {
         // The file shrank after its length was read.
         return Err(LoadError::Truncated {
@@ -215,14 +324,14 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
     let claimed_count = stream::le_word(&trailer[..8]);
     let mut sum = Xxh3::new();
     sum.update(bytes.as_slice());
-    let mut check = F::check(&shape);
+    let mut check = F::check(shape);
     // The fill closure reports through io::Error; keep the real cause.
     let mut failure = None;
     let mut payload_read = false;
-    let filled = F::build(&shape, &h, claimed_count, |dst| {
+    let filled = F::build(shape, h, claimed_count, |dst| {
         let mut done = 0u64;
         for part in dst.chunks_mut(CHUNK) {
-            let got = read_full(&mut f, part)?;
+            let got = read_full(f, part)?;
             if got < part.len() {
                 failure = Some(LoadError::Truncated {
                     section: "payload",
@@ -250,12 +359,12 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
             }
             // The payload was read but the kind refused it: a damaged file
             // is reported as damaged (checksum) before what the damage did.
-            let stored_count = stream::read_trailer(&mut f, sum)?;
+            let stored_count = stream::read_trailer(f, sum)?;
             check.verdict(stored_count)?;
             return Err(e);
         }
     };
-    let stored_count = stream::read_trailer(&mut f, sum)?;
+    let stored_count = stream::read_trailer(f, sum)?;
     if stored_count != claimed_count {
         // The file changed between the two reads of its trailer.
         return Err(LoadError::ItemCountMismatch {
