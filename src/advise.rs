@@ -127,7 +127,8 @@ pub struct GrowthPlan {
     /// about the initial rate times `2^doublings`.
     pub false_positive_rate_after: f64,
     /// The growth cap to configure (`max_false_positive_rate`, the
-    /// requested rate): the filter refuses a doubling past it.
+    /// requested rate): the first table doubles up to it, and a filter
+    /// that outgrows the plan adds levels that keep all of them within it.
     pub max_false_positive_rate: f64,
 }
 
@@ -504,8 +505,10 @@ fn doublings_for(factor: f64) -> u32 {
 fn growing_cuckoo(req: &Requirements, factor: f64) -> Result<Recommendation, AdviseError> {
     let p = req.false_positive_rate;
     let needed = doublings_for(factor);
-    // The filter refuses a doubling whose rate at its sizing load would
-    // pass the cap; the cap is the requested rate.
+    // The filter doubles its first table while the rate at its sizing
+    // load stays within the cap (then adds levels within what is left);
+    // the plan starts large enough to need no level. The cap is the
+    // requested rate.
     let cap = p;
     let items_after = req.items as f64 * factor;
     let mut options = Vec::new();
