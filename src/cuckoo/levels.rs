@@ -23,7 +23,8 @@
 //!   in more than one level cannot be told apart from another key's (the
 //!   levels hash alike but store different tag widths): removing there could
 //!   take another key's only copy, a false negative. So such a remove
-//!   removes nothing and answers `false`; the key stays, a false positive.
+//!   removes nothing (it answers `true`: a copy was found); the key stays,
+//!   a false positive, and `len` is not lowered.
 //! * **Budget.** Level 0 may spend the whole `max_false_positive_rate`
 //!   (`cap`); level `k >= 1` may spend half of what the levels below left,
 //!   so the sum of all levels' bounds stays below `cap` for any number of
@@ -300,7 +301,8 @@ impl CuckooFilter {
     }
 
     /// `remove` on a filter with levels: removes from the one level whose
-    /// buckets hold the tag; refuses (removing nothing) when several do.
+    /// buckets hold the tag; when several do, removes nothing and still
+    /// answers `true` (a copy was found): the copy stays, a false positive.
     #[cold]
     #[inline(never)]
     pub(crate) fn remove_leveled(&self, hash: u64) -> bool {
@@ -310,7 +312,7 @@ impl CuckooFilter {
                 if holder.is_some() {
                     // Ambiguous: see the module documentation.
                     self.counters.bump_ambiguous_removes();
-                    return false;
+                    return true;
                 }
                 holder = Some(level);
             }

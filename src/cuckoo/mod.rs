@@ -701,8 +701,9 @@ impl CuckooFilter {
     /// In a filter with levels (see [`insert`](Self::insert), "Past the tag
     /// bits") the key's tag is looked for in every level first: if it shows
     /// in more than one, one of them may be another key's only copy, so
-    /// nothing is removed and the answer is `false` (the key stays, as a
-    /// false positive; `Stats::ambiguous_removes` counts these, about the
+    /// nothing is removed, and the answer is still `true` (a copy was
+    /// found): the key's copy stays, a false positive for it, and `len` is
+    /// not lowered (`Stats::ambiguous_removes` counts these: about the
     /// levels' false-positive rate of removes).
     ///
     /// ```

@@ -86,8 +86,8 @@ pub struct Stats {
     /// tag bits").
     pub levels: usize,
     /// Removes that found the key's tag in more than one level and so
-    /// removed nothing, to rule out taking another key's only copy (the
-    /// key stays, a false positive).
+    /// removed nothing, to rule out taking another key's only copy (they
+    /// answered `true`; the key stays, a false positive).
     pub ambiguous_removes: u64,
 }
 
