@@ -124,6 +124,8 @@ impl Upper {
     /// own `max_false_positive_rate` is half the budget the levels below left
     /// it, so that budget is twice its rate; the cap and the memory cap are
     /// the first level's (`first`).
+    // Persistence only, which loom builds leave out.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn loaded(own: &GrowthPolicy, first: &GrowthPolicy) -> Upper {
         Upper::with_budget(
             2.0 * own.max_false_positive_rate,
@@ -200,6 +202,8 @@ impl CuckooFilter {
     }
 
     /// The level right above this one, if one was published.
+    // Persistence only, which loom builds leave out.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn upper_level(&self) -> Option<&CuckooFilter> {
         self.upper.get()
     }
@@ -330,6 +334,8 @@ impl CuckooFilter {
     ///
     /// If another thread is publishing a level above the top level at the
     /// same time (never, for the loader's filter).
+    // Persistence only, which loom builds leave out.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn attach_loaded(&self, mut level: CuckooFilter) {
         let first = self.policy;
         let top = self.levels().last().unwrap_or(self);
