@@ -182,7 +182,7 @@ impl CuckooFilter {
                 Err(start)
             } else {
                 with_layout!(self, L => batch::for_each::<L, usize>(t, start, keys.len(), hash, |i, at| {
-                    let above = || self.upper.exists() && self.contains_above(hash(i));
+                    let above = || self.contains_above(hash(i));
                     match ops::insert::<L>(t, at, unique, above, Search::UnlessHinted, &self.counters) {
                         Ok(inserted) => {
                             done(i, inserted);

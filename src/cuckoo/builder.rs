@@ -3,10 +3,8 @@
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::BuildError;
 use crate::hash::KeyHasher;
-use crate::raw::counters::Counters;
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
-use crate::raw::tables::Tables;
 
 /// Default capacity when none is given: about a million items (2.2 MB).
 pub const DEFAULT_CAPACITY: usize = 1 << 20;
@@ -159,22 +157,15 @@ impl CuckooFilterBuilder {
         #[cfg(not(loom))]
         let _ = &mut table;
         let hasher = KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed));
-        #[allow(unused_mut)]
-        let mut filter = CuckooFilter {
-            tables: Tables::new(table),
+        let upper = super::levels::Upper::first(&self.policy);
+        Ok(CuckooFilter::assemble(
+            table,
             layout,
             hasher,
-            counters: Counters::default(),
-            writers: self.policy.writers(),
-            policy: self.policy,
-            upper: super::levels::Upper::first(&self.policy),
-            route: super::levels::Route::new(layout),
-        };
-        #[cfg(loom)]
-        {
-            filter.writers.canary = self.canary;
-        }
-        Ok(filter)
+            self.policy,
+            upper,
+            0,
+        ))
     }
 }
 

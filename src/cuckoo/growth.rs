@@ -146,7 +146,7 @@ impl CuckooFilter {
             t.room().confirm(armed);
             return Err(refusal);
         }
-        let above = || self.upper.exists() && self.contains_above(hash);
+        let above = || self.contains_above(hash);
         let again = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::Always, &self.counters));
         let outcome = match again {
             Ok(inserted) => Ok(Some(inserted)),

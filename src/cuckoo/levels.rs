@@ -34,10 +34,8 @@
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::bucket::L21x3;
-use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
-use crate::raw::tables::Tables;
 use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering};
 
 /// Runs `f` out of line: the dispatch arm of the levels' layout, kept off
@@ -59,9 +57,10 @@ impl Route {
     pub(crate) const TAGS_12X5: usize = 1;
     pub(crate) const LEVELED: usize = 2;
 
-    /// The route of a level of `layout` with nothing above it.
-    pub(crate) fn new(layout: LayoutKind) -> Route {
+    /// The route of a level of `layout`, with or without a level above.
+    pub(crate) fn for_level(layout: LayoutKind, has_upper: bool) -> Route {
         Route(AtomicUsize::new(match layout {
+            _ if has_upper => Route::LEVELED,
             LayoutKind::Tags16x4 => Route::TAGS_16X4,
             LayoutKind::Tags12x5 => Route::TAGS_12X5,
             LayoutKind::Tags21x3 => Route::LEVELED,
@@ -80,12 +79,6 @@ impl Route {
     fn set_leveled(&self) {
         // Relaxed: see `get`; the publication's Release store follows it.
         self.0.store(Route::LEVELED, Ordering::Relaxed);
-    }
-}
-
-impl Clone for Route {
-    fn clone(&self) -> Route {
-        Route(AtomicUsize::new(self.get()))
     }
 }
 
@@ -443,14 +436,11 @@ impl CuckooFilter {
         let max_memory = match self.policy.max_memory {
             None => None,
             Some(max) => {
-                let used = table.bytes();
-                if used.saturating_add(bytes) > max {
-                    return Err(InsertError::MemoryLimit {
-                        max: self.upper.cap_memory.unwrap_or(max),
-                        needed: self.memory_below_and_here().saturating_add(bytes),
-                    });
+                let needed = table.bytes().saturating_add(bytes);
+                if needed > max {
+                    return Err(self.memory_refusal(max, needed));
                 }
-                Some(max - used)
+                Some(max - table.bytes())
             }
         };
         let mut table =
@@ -466,22 +456,15 @@ impl CuckooFilter {
             max_memory,
             max_false_positive_rate: own,
         };
-        #[allow(unused_mut)]
-        let mut level = CuckooFilter {
-            tables: Tables::new(table),
+        let upper = Upper::with_budget(left, self.upper.cap, self.upper.cap_memory);
+        Ok(CuckooFilter::assemble(
+            table,
             layout,
-            hasher: self.hasher.clone(),
-            counters: Counters::default(),
-            writers: policy.writers(),
+            self.hasher.clone(),
             policy,
-            upper: Upper::with_budget(left, self.upper.cap, self.upper.cap_memory),
-            route: Route::new(layout),
-        };
-        #[cfg(loom)]
-        {
-            level.writers.canary = self.writers.canary;
-        }
-        Ok(level)
+            upper,
+            0,
+        ))
     }
 
     /// The `MemoryLimit` refusal of a growth of this level that needs
@@ -495,19 +478,6 @@ impl CuckooFilter {
             },
             None => InsertError::MemoryLimit { max, needed },
         }
-    }
-
-    /// Bytes of the current tables of every level up to this one, as the
-    /// `max_memory` refusal reports them.
-    fn memory_below_and_here(&self) -> usize {
-        // The first level's `max_memory` is the user's; each level above
-        // got what the one below left, so the user's cap minus this level's
-        // is what the levels below hold.
-        let below = match (self.upper.cap_memory, self.policy.max_memory) {
-            (Some(cap), Some(own)) => cap - own,
-            _ => 0,
-        };
-        below + self.table().bytes()
     }
 
     /// An insert that this level refused (it may not double again) goes on
@@ -565,35 +535,5 @@ impl CuckooFilter {
             Ok(result) => result.map(Some),
             Err(_) => Ok(None),
         }
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use crate::CuckooFilter;
-
-    #[test]
-    fn a_filter_for_1000_keys_takes_a_million() {
-        let f = CuckooFilter::builder()
-            .capacity(1000)
-            .seed(7)
-            .build()
-            .unwrap();
-        let n = 200_000u64;
-        for k in 0..n {
-            f.insert(&k).unwrap();
-        }
-        assert_eq!(f.len(), n as usize);
-        assert!((0..n).all(|k| f.contains(&k)), "no false negative");
-        let s = f.stats();
-        assert!(s.levels >= 2, "{s:?}");
-        let fp = (n..n + 200_000).filter(|k| f.contains(k)).count();
-        let rate = fp as f64 / 200_000.0;
-        assert!(rate <= 0.01, "measured FPR {rate}");
-        eprintln!(
-            "levels {} fpr {rate} bits/key {}",
-            s.levels,
-            s.bits_per_item()
-        );
     }
 }

@@ -215,6 +215,38 @@ impl CuckooFilter {
         }
     }
 
+    /// A filter of `table` and the given parts, holding `len` items; its
+    /// route follows from `upper` (the one place a filter is put together:
+    /// the builder, loading, `Clone` and a new level all come here).
+    pub(crate) fn assemble(
+        table: Table,
+        layout: LayoutKind,
+        hasher: KeyHasher,
+        policy: GrowthPolicy,
+        upper: levels::Upper,
+        len: u64,
+    ) -> CuckooFilter {
+        let counters = Counters::default();
+        counters.set_len(i64::try_from(len).unwrap_or(i64::MAX));
+        #[allow(unused_mut)]
+        let mut writers = policy.writers();
+        #[cfg(loom)]
+        {
+            writers.canary = table.canary;
+        }
+        let route = levels::Route::for_level(layout, upper.exists());
+        CuckooFilter {
+            tables: Tables::new(table),
+            layout,
+            hasher,
+            counters,
+            writers,
+            policy,
+            upper,
+            route,
+        }
+    }
+
     /// The current table. No pin needed: tables live until the filter
     /// drops (see `raw/tables.rs`).
     #[inline(always)]
@@ -292,7 +324,7 @@ impl CuckooFilter {
             // pair's stripe (in case the route changed under it); a plain
             // insert never asks.
             let fast = if unique {
-                let above = || self.upper.exists() && self.contains_above(hash);
+                let above = || self.contains_above(hash);
                 ops::insert_hash::<L>(t, hash, true, above, Search::UnlessHinted, &self.counters)
             } else {
                 ops::insert_hash::<L>(
@@ -333,7 +365,7 @@ impl CuckooFilter {
             match t.migration() {
                 None => {
                     let at = with_layout!(self, L => t.geometry().locate::<L>(hash));
-                    let above = || self.upper.exists() && self.contains_above(hash);
+                    let above = || self.contains_above(hash);
                     let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::UnlessHinted, &self.counters));
                     match r {
                         Ok(inserted) => return Ok(inserted),
@@ -360,7 +392,7 @@ impl CuckooFilter {
                     }
                 }
                 Some(m) => {
-                    let above = || self.upper.exists() && self.contains_above(hash);
+                    let above = || self.contains_above(hash);
                     let r = with_layout!(self, L => migrating::insert::<L>(t, m, t.geometry().locate::<L>(hash), unique, above, &self.counters));
                     if !helped || r == Err(Retry::NeedRoom) {
                         // Also installs the successor once all is migrated.

@@ -8,11 +8,9 @@
 
 use super::{with_layout_kind, CuckooFilter, LayoutKind};
 use crate::hash::{HashAlgorithm, KeyHasher};
-use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::ops;
 use crate::raw::table::Table;
-use crate::raw::tables::Tables;
 use crate::sync::AtomicU64;
 
 /// What a saved cuckoo filter is made of. `words` stay atomics: plain
@@ -131,18 +129,10 @@ impl CuckooFilter {
         if let Some(bucket) = bad {
             return Err(FromPartsError::BadWord { bucket });
         }
-        let counters = Counters::default();
-        counters.set_len(i64::try_from(len).unwrap_or(i64::MAX));
-        Ok(CuckooFilter {
-            tables: Tables::new(table),
-            layout,
-            hasher,
-            counters,
-            writers: policy.writers(),
-            upper: super::levels::Upper::first(&policy),
-            route: super::levels::Route::new(layout),
-            policy,
-        })
+        let upper = super::levels::Upper::first(&policy);
+        Ok(CuckooFilter::assemble(
+            table, layout, hasher, policy, upper, len,
+        ))
     }
 }
 

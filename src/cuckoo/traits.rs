@@ -8,10 +8,8 @@
 use super::{with_layout_kind, BatchInsertError, CuckooFilter, DEFAULT_CAPACITY};
 use crate::error::InsertError;
 use crate::raw::bucket::{self};
-use crate::raw::counters::Counters;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
-use crate::raw::tables::Tables;
 use crate::sync::{AtomicU64, Ordering::Relaxed};
 use std::hash::Hash;
 
@@ -60,18 +58,14 @@ impl Clone for CuckooFilter {
             });
             match copied {
                 Ok(items) => {
-                    let counters = Counters::default();
-                    counters.set_len(i64::try_from(items).unwrap_or(i64::MAX));
-                    return CuckooFilter {
-                        tables: Tables::new(table),
-                        layout: self.layout,
-                        hasher: self.hasher.clone(),
-                        counters,
-                        writers: self.policy.writers(),
-                        policy: self.policy,
-                        upper: self.upper.deep_clone(),
-                        route: self.route.clone(),
-                    };
+                    return CuckooFilter::assemble(
+                        table,
+                        self.layout,
+                        self.hasher.clone(),
+                        self.policy,
+                        self.upper.deep_clone(),
+                        items as u64,
+                    );
                 }
                 Err(grown) => geo = grown,
             }
