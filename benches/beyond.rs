@@ -306,7 +306,8 @@ fn checkpoint(f: &CuckooFilter, run: &KoelRun, absent: &[u64], end: &'static str
 fn koel_note(f: &CuckooFilter, run: &KoelRun) -> String {
     let s = f.stats();
     let state = format!(
-        "gen {}, load {:.3}{}",
+        "{} level(s), gen {}, load {:.3}{}",
+        s.levels,
         s.generation,
         s.load_factor,
         if s.migrating {
@@ -349,17 +350,28 @@ fn koel_grown(n: u64, threads: u64, absent: &[u64]) -> (Row, Vec<Checkpoint>) {
             break;
         }
     }
-    let row = Row {
-        name: "koel, `with_capacity(1_000)` grown".into(),
+    let row = koel_row(
+        "koel, `with_capacity(1_000)` grown",
+        &f,
+        &run,
+        threads,
+        absent,
+    );
+    (row, checkpoints)
+}
+
+/// The table row of a koel run.
+fn koel_row(name: &str, f: &CuckooFilter, run: &KoelRun, threads: u64, absent: &[u64]) -> Row {
+    Row {
+        name: name.into(),
         threads,
         inserted: run.inserted.total(),
         elapsed: run.elapsed,
         lookups: lookups(|k| f.contains(k), &run.inserted, absent, true),
-        bits_per_key: bits_per_key(&f),
-        note: koel_note(&f, &run),
+        bits_per_key: bits_per_key(f),
+        note: koel_note(f, run),
         koel: true,
-    };
-    (row, checkpoints)
+    }
 }
 
 /// koel from `with_capacity(n)`: the reference.
@@ -367,16 +379,13 @@ fn koel_sized(n: u64, threads: u64, absent: &[u64]) -> Row {
     let f = CuckooFilter::with_capacity(n as usize);
     let mut run = KoelRun::new(threads);
     grow_koel(&f, &mut run, n);
-    Row {
-        name: "koel, `with_capacity(N)` (reference)".into(),
+    koel_row(
+        "koel, `with_capacity(N)` (reference)",
+        &f,
+        &run,
         threads,
-        inserted: run.inserted.total(),
-        elapsed: run.elapsed,
-        lookups: lookups(|k| f.contains(k), &run.inserted, absent, true),
-        bits_per_key: bits_per_key(&f),
-        note: koel_note(&f, &run),
-        koel: true,
-    }
+        absent,
+    )
 }
 
 fn peer_row(f: &Peer, threads: u64, elapsed: Duration, inserted: &Inserted, absent: &[u64]) -> Row {
