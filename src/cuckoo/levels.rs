@@ -159,8 +159,8 @@ impl Upper {
         !self.level.load(Ordering::Relaxed).is_null()
     }
 
-    /// Publishes `level` unless a level is there already. Called with the
-    /// claim held.
+    /// Publishes `level`. Called with the claim held (or on a level no
+    /// other thread sees yet), so a link is published at most once.
     fn publish(&self, level: CuckooFilter) {
         let p = Box::into_raw(Box::new(level));
         // Release: pairs with the Acquire load in `get`.
