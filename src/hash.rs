@@ -59,6 +59,15 @@ impl HashAlgorithm {
 }
 
 /// A seeded key hasher.
+/// What a caller knows of a filter's hash algorithm when it hashes a key.
+#[derive(Clone, Copy)]
+pub(crate) enum Known {
+    /// The filter hashes with XXH3 (its route says so).
+    Xxh3,
+    /// Nothing: ask the hasher.
+    Any,
+}
+
 #[derive(Clone)]
 pub(crate) struct KeyHasher {
     seed: u64,
@@ -124,13 +133,30 @@ impl KeyHasher {
     #[inline(always)]
     pub(crate) fn hash<K: Hash + ?Sized>(&self, key: &K) -> u64 {
         match &self.ahash {
-            None => {
-                let mut h = StableHasher::new(self.seed, self.flip8);
-                key.hash(&mut h);
-                h.finish()
-            }
+            None => self.xxh3(key),
             Some(state) => state.hash_one(key),
         }
+    }
+
+    /// `key`'s hash when `algorithm` is known to be this hasher's: a
+    /// caller that knows the algorithm is XXH3 (a filter's fast route)
+    /// skips the test of which one it is.
+    #[inline(always)]
+    pub(crate) fn hash_known<K: Hash + ?Sized>(&self, key: &K, algorithm: Known) -> u64 {
+        match algorithm {
+            Known::Xxh3 => {
+                debug_assert_eq!(self.algorithm(), HashAlgorithm::Xxh3);
+                self.xxh3(key)
+            }
+            Known::Any => self.hash(key),
+        }
+    }
+
+    #[inline(always)]
+    fn xxh3<K: Hash + ?Sized>(&self, key: &K) -> u64 {
+        let mut h = StableHasher::new(self.seed, self.flip8);
+        key.hash(&mut h);
+        h.finish()
     }
 }
 

@@ -1,7 +1,6 @@
 //! Instructions per single call, for `valgrind --tool=callgrind`: fills a
 //! filter of 2^20 capacity to 95%, then runs `calls` single calls of one
-//! kind. Run it once with the operation and once with `loop` (the same keys
-//! and loop, no filter call); the difference of the two totals divided by
+//! kind. Run it once with the operation and once with its baseline (below); the difference of the two totals divided by
 //! `calls` is the call's own cost, without the harness:
 //!
 //! ```text
@@ -13,10 +12,13 @@
 //!
 //! Filters: `default` (`Growth::Double`), `fixed` (`Growth::Fixed`),
 //! `leveled` (the default filter built for 1/1000 of the keys, so that
-//! about 93% of them sit in its second level, of 21-bit tags), `bloom`. Operations: `loop`, `contains-present`, `contains-absent`,
-//! `contains-hash` (present keys, hashes precomputed: the engine alone;
-//! its baseline is `loop-hashes`), `insert` (into a second filter filled
-//! to 50%: at most 400k calls) and `remove` (present keys: at most 996k).
+//! about 93% of them sit in its second level, of 21-bit tags), `bloom`.
+//! Operations, each with its baseline (the same keys and loop, no call):
+//! `contains-present` and `remove` (present keys; `loop`; remove at most
+//! 996k calls), `contains-absent` (`loop-absent`), `contains-hash`
+//! (present keys, hashes precomputed: the engine alone; `loop-hashes`),
+//! `insert` (into a second filter filled to 50%: at most 400k calls;
+//! `loop-insert`).
 
 use koel::{BloomFilter, CuckooFilter, Growth};
 use std::hint::black_box;
@@ -68,47 +70,33 @@ fn main() {
     } else {
         Vec::new()
     };
-    // Decoded once: string compares in the loop would differ per operation.
-    #[derive(Clone, Copy)]
-    enum Op {
-        Loop,
-        LoopHashes,
-        BloomPresent,
-        BloomAbsent,
-        Present,
-        Absent,
-        Hash,
-        Insert,
-        Remove,
-    }
-    let op_code = match (filter, op) {
-        (_, "loop") => Op::Loop,
-        (_, "loop-hashes") => Op::LoopHashes,
-        ("bloom", "contains-present") => Op::BloomPresent,
-        ("bloom", "contains-absent") => Op::BloomAbsent,
-        (_, "contains-present") => Op::Present,
-        (_, "contains-absent") => Op::Absent,
-        (_, "contains-hash") => Op::Hash,
-        (_, "insert") => Op::Insert,
-        (_, "remove") => Op::Remove,
+    // One loop per operation, each compiled on its own: the registers a
+    // loop keeps are that operation's, not those of every arm of a match.
+    let present = |i: u64| i % filled;
+    let absent = |i: u64| i | 1 << 50;
+    let hits = match (filter, op) {
+        (_, "loop") => run(calls, |i| black_box(present(i)) & 1 == 0),
+        (_, "loop-absent") => run(calls, |i| black_box(absent(i)) & 1 == 0),
+        (_, "loop-hashes") => run(calls, |i| black_box(hashes[i as usize]) & 1 == 0),
+        ("bloom", "contains-present") => run(calls, |i| bloom.contains(&present(i))),
+        ("bloom", "contains-absent") => run(calls, |i| bloom.contains(&absent(i))),
+        (_, "contains-present") => run(calls, |i| cuckoo.contains(&present(i))),
+        (_, "contains-absent") => run(calls, |i| cuckoo.contains(&absent(i))),
+        (_, "contains-hash") => run(calls, |i| cuckoo.contains_hash(hashes[i as usize])),
+        (_, "insert") => run(calls, |i| half.insert(&(i | 1 << 41)).is_ok()),
+        (_, "loop-insert") => run(calls, |i| black_box(i | 1 << 41) & 1 == 0),
+        (_, "remove") => run(calls, |i| cuckoo.remove(&present(i))),
         _ => panic!("unknown filter/op {filter} {op}"),
     };
+    println!("{filter} {op} {calls}: {hits} true");
+}
+
+/// Calls `op` for `0..calls`, counting its `true` answers.
+#[inline(never)]
+fn run(calls: u64, mut op: impl FnMut(u64) -> bool) -> u64 {
     let mut hits = 0u64;
     for i in 0..calls {
-        let present = i % filled;
-        let absent = i | 1 << 50;
-        let hit = match black_box(op_code) {
-            Op::Loop => black_box(present) & 1 == 0,
-            Op::LoopHashes => black_box(hashes[i as usize]) & 1 == 0,
-            Op::BloomPresent => bloom.contains(&present),
-            Op::BloomAbsent => bloom.contains(&absent),
-            Op::Present => cuckoo.contains(&present),
-            Op::Absent => cuckoo.contains(&absent),
-            Op::Hash => cuckoo.contains_hash(hashes[i as usize]),
-            Op::Insert => half.insert(&(i | 1 << 41)).is_ok(),
-            Op::Remove => cuckoo.remove(&present),
-        };
-        hits += u64::from(black_box(hit));
+        hits += u64::from(black_box(op(i)));
     }
-    println!("{filter} {op} {calls}: {hits} true");
+    hits
 }

@@ -113,7 +113,7 @@ impl CuckooFilter {
             out[i] = match ops::contains::<L>(t, at) {
                 Ok(found) => found || (leveled && self.contains_above(hash(i))),
                 // The table is migrating: this key takes the general path.
-                Err(Sealed) => self.contains_in(hash(i)),
+                Err(Sealed) => self.contains_in(|_| hash(i)),
             };
             Ok(())
         }));
@@ -213,7 +213,7 @@ impl CuckooFilter {
             if let Some(error) = refused {
                 return Err(BatchInsertError::new(added.get(), i, error));
             }
-            let inserted = match self.insert_in(hash(i), unique, &pin) {
+            let inserted = match self.insert_in(|_| hash(i), unique, &pin) {
                 Ok(inserted) => inserted,
                 Err(error) => return Err(BatchInsertError::new(added.get(), i, error)),
             };

@@ -33,6 +33,7 @@
 
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::InsertError;
+use crate::hash::HashAlgorithm;
 use crate::raw::bucket::L21x3;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
@@ -46,10 +47,13 @@ pub(crate) fn cold<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Which lookup path a filter takes, read where `contains` dispatches on the
-/// layout (one load and compare, as the layout alone cost): a first level
-/// without levels above takes its layout's own path, everything else the
-/// cold leveled one. Set once, when the level above is published.
+/// Which path a filter's `contains` and `insert` take, read where they
+/// dispatch on the layout (one load and compare, as the layout alone
+/// cost): a first level without levels above that hashes with XXH3 takes
+/// its layout's own path, which hashes without asking the algorithm;
+/// everything else (levels, and filters loaded from version 1 files,
+/// which hash with `ahash`) the cold general one. Set once, when the level
+/// above is published.
 pub(crate) struct Route(AtomicUsize);
 
 impl Route {
@@ -57,10 +61,15 @@ impl Route {
     pub(crate) const TAGS_12X5: usize = 1;
     pub(crate) const LEVELED: usize = 2;
 
-    /// The route of a level of `layout`, with or without a level above.
-    pub(crate) fn for_level(layout: LayoutKind, has_upper: bool) -> Route {
+    /// The route of a level of `layout` hashing with `algorithm`, with or
+    /// without a level above.
+    pub(crate) fn for_level(
+        layout: LayoutKind,
+        algorithm: HashAlgorithm,
+        has_upper: bool,
+    ) -> Route {
         Route(AtomicUsize::new(match layout {
-            _ if has_upper => Route::LEVELED,
+            _ if has_upper || algorithm != HashAlgorithm::Xxh3 => Route::LEVELED,
             LayoutKind::Tags16x4 => Route::TAGS_16X4,
             LayoutKind::Tags12x5 => Route::TAGS_12X5,
             LayoutKind::Tags21x3 => Route::LEVELED,
@@ -508,7 +517,9 @@ impl CuckooFilter {
             }
         };
         if !unique {
-            return upper.insert_in(hash, false, &upper.writer_pin()).map(Some);
+            return upper
+                .insert_in(|_| hash, false, &upper.writer_pin())
+                .map(Some);
         }
         self.insert_unique_above(t, hash)
     }

@@ -28,7 +28,7 @@ use pinned::WriterPin;
 pub use stats::Stats;
 
 use crate::error::{BuildError, InsertError};
-use crate::hash::KeyHasher;
+use crate::hash::{KeyHasher, Known};
 use crate::raw::bucket::{L12x5, L16x4, L21x3, Layout};
 use crate::raw::counters::Counters;
 use crate::raw::migrating::{self, Retry};
@@ -234,7 +234,7 @@ impl CuckooFilter {
         {
             writers.canary = table.canary;
         }
-        let route = levels::Route::for_level(layout, upper.exists());
+        let route = levels::Route::for_level(layout, hasher.algorithm(), upper.exists());
         CuckooFilter {
             tables: Tables::new(table),
             layout,
@@ -283,20 +283,25 @@ impl CuckooFilter {
         }
     }
 
-    /// `insert` (or, with `unique`, `insert_unique`) of `hash`. Dispatched
-    /// on the route, as `contains_in` is: a filter with levels inserts into
+    /// `insert` (or, with `unique`, `insert_unique`) of the hash `hash`
+    /// gives (told what the route knows of the algorithm). Dispatched on
+    /// the route, as `contains_in` is: a filter with levels inserts into
     /// its newest level (`levels.rs`).
     #[inline(always)]
     pub(crate) fn insert_in(
         &self,
-        hash: u64,
+        hash: impl FnOnce(Known) -> u64,
         unique: bool,
         pin: &WriterPin,
     ) -> Result<bool, InsertError> {
         match self.route.get() {
-            levels::Route::TAGS_16X4 => self.insert_here_in::<L16x4>(hash, unique, pin),
-            levels::Route::TAGS_12X5 => self.insert_here_in::<L12x5>(hash, unique, pin),
-            _ => self.insert_leveled(hash, unique),
+            levels::Route::TAGS_16X4 => {
+                self.insert_here_in::<L16x4>(hash(Known::Xxh3), unique, pin)
+            }
+            levels::Route::TAGS_12X5 => {
+                self.insert_here_in::<L12x5>(hash(Known::Xxh3), unique, pin)
+            }
+            _ => self.insert_leveled(hash(Known::Any), unique),
         }
     }
 
@@ -413,13 +418,15 @@ impl CuckooFilter {
     /// `contains` on every level. The route is the one byte the layout
     /// dispatch reads anyway: a filter without levels goes straight to its
     /// layout's lookup; one that has levels (or is one) takes the cold
-    /// path, which asks the levels above on a negative answer.
+    /// path, which asks the levels above on a negative answer. `hash` is
+    /// told what the route knows of the hash algorithm (a fast route
+    /// hashes with XXH3 without asking).
     #[inline(always)]
-    pub(crate) fn contains_in(&self, hash: u64) -> bool {
+    pub(crate) fn contains_in(&self, hash: impl FnOnce(Known) -> u64) -> bool {
         match self.route.get() {
-            levels::Route::TAGS_16X4 => self.contains_here_in::<L16x4>(hash),
-            levels::Route::TAGS_12X5 => self.contains_here_in::<L12x5>(hash),
-            _ => self.contains_leveled(hash),
+            levels::Route::TAGS_16X4 => self.contains_here_in::<L16x4>(hash(Known::Xxh3)),
+            levels::Route::TAGS_12X5 => self.contains_here_in::<L12x5>(hash(Known::Xxh3)),
+            _ => self.contains_leveled(hash(Known::Any)),
         }
     }
 
@@ -647,13 +654,15 @@ impl CuckooFilter {
     ///   doubling already under way: once that doubling has finished).
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
-        self.insert_hash(self.hash(key))
+        let hash = |known| self.hasher.hash_known(key, known);
+        self.insert_in(hash, false, &self.writer_pin()).map(|_| ())
     }
 
     /// [`insert`](Self::insert) for a hash from [`hash`](Self::hash).
     #[inline]
     pub fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        self.insert_in(hash, false, &self.writer_pin()).map(|_| ())
+        self.insert_in(|_| hash, false, &self.writer_pin())
+            .map(|_| ())
     }
 
     /// Adds `key` unless it is (probably) present: `Ok(true)` if this call
@@ -678,13 +687,14 @@ impl CuckooFilter {
     /// [`InsertError::TooManyCopies`]: a present key gives `Ok(false)`.
     #[inline]
     pub fn insert_unique<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, InsertError> {
-        self.insert_unique_hash(self.hash(key))
+        let hash = |known| self.hasher.hash_known(key, known);
+        self.insert_in(hash, true, &self.writer_pin())
     }
 
     /// [`insert_unique`](Self::insert_unique) for a precomputed hash.
     #[inline]
     pub fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        self.insert_in(hash, true, &self.writer_pin())
+        self.insert_in(|_| hash, true, &self.writer_pin())
     }
 
     /// `false` if `key` is definitely absent, `true` if it is probably
@@ -698,13 +708,13 @@ impl CuckooFilter {
     /// not delay it.
     #[inline]
     pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
-        self.contains_hash(self.hash(key))
+        self.contains_in(|known| self.hasher.hash_known(key, known))
     }
 
     /// [`contains`](Self::contains) for a precomputed hash.
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.contains_in(hash)
+        self.contains_in(|_| hash)
     }
 
     /// `contains_hash` compiled for the 16-bit layout only, without the
@@ -719,7 +729,7 @@ impl CuckooFilter {
         let t = self.table();
         match ops::contains_hash::<L16x4>(t, hash) {
             Ok(found) => found || (self.upper.exists() && self.contains_above(hash)),
-            Err(Sealed) => self.contains_in(hash),
+            Err(Sealed) => self.contains_in(|_| hash),
         }
     }
 

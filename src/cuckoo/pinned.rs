@@ -55,7 +55,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
-        self.insert_hash(self.filter.hash(key))
+        self.filter.insert(key)
     }
 
     /// See [`CuckooFilter::insert_hash`].
@@ -75,7 +75,7 @@ impl Pinned<'_> {
     /// [`InsertError::Full`] as for [`CuckooFilter::insert`].
     #[inline]
     pub fn insert_unique<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, InsertError> {
-        self.insert_unique_hash(self.filter.hash(key))
+        self.filter.insert_unique(key)
     }
 
     /// See [`CuckooFilter::insert_unique_hash`].
@@ -91,13 +91,13 @@ impl Pinned<'_> {
     /// See [`CuckooFilter::contains`].
     #[inline]
     pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
-        self.contains_hash(self.filter.hash(key))
+        self.filter.contains(key)
     }
 
     /// See [`CuckooFilter::contains_hash`].
     #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.filter.contains_in(hash)
+        self.filter.contains_hash(hash)
     }
 
     /// See [`CuckooFilter::remove`].
