@@ -1,4 +1,5 @@
-//! Arbitrary bytes with both checksums recomputed, so the fuzzer gets past
+//! Arbitrary bytes with both checksums of every record recomputed (a
+//! leveled filter chains one record per level), so the fuzzer gets past
 //! them into the field and payload checks; the same properties as
 //! `read_from`.
 #![no_main]
@@ -6,16 +7,36 @@
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
+/// Header bytes of a record before its payload (version 2), and the
+/// offset of its payload length.
+const HEADER: usize = 96;
+const PAYLOAD_LEN: usize = 56;
+
 fuzz_target!(|data: &[u8]| {
     let mut b = data.to_vec();
-    if b.len() >= 112 {
-        // The header checksum's place depends on the format version.
-        let at = if b[8..10] == [1, 0] { 72 } else { 88 };
-        let sum = xxh3_64(&b[..at]);
-        b[at..at + 8].copy_from_slice(&sum.to_le_bytes());
-        let end = b.len() - 8;
-        let sum = xxh3_64(&b[..end]);
-        b[end..].copy_from_slice(&sum.to_le_bytes());
+    let mut at = 0;
+    while b.len() - at >= 112 {
+        // The header checksum's place depends on the format version;
+        // version 1 files hold one record, which runs to the end.
+        let v1 = b[at + 8..at + 10] == [1, 0];
+        let sum_at = at + if v1 { 72 } else { 88 };
+        let sum = xxh3_64(&b[at..sum_at]);
+        b[sum_at..sum_at + 8].copy_from_slice(&sum.to_le_bytes());
+        let payload = u64::from_le_bytes(
+            b[at + PAYLOAD_LEN..at + PAYLOAD_LEN + 8]
+                .try_into()
+                .unwrap(),
+        );
+        let end = match usize::try_from(payload)
+            .ok()
+            .and_then(|p| (at + HEADER + 16).checked_add(p))
+        {
+            Some(end) if !v1 && end <= b.len() => end,
+            _ => b.len(),
+        };
+        let sum = xxh3_64(&b[at..end - 8]);
+        b[end - 8..end].copy_from_slice(&sum.to_le_bytes());
+        at = end;
     }
     let mut again = Vec::new();
     if let Ok(f) = koel::CuckooFilter::read_from(&b[..]) {
