@@ -1,14 +1,16 @@
 //! Filter files as koel writes them, read by every command that takes one
 //! (`info`, `verify`, `query`, `dedup --state`): one filter in the
-//! library's format, or a chain of cuckoo filters, which `dedup --state`
-//! saves once a state had no room for a run (framing in docs/format.md,
-//! "Filter chains"; this module is its only reader and writer).
+//! library's format, or a chain of cuckoo filters, which earlier versions
+//! of `dedup --state` saved once a state had no room for a run, and which
+//! `dedup --state` saves back when it continues one (framing in
+//! docs/format.md, "Filter chains"; this module is its only reader and
+//! writer).
 //!
 //! A chain's count is checked against the file's length before anything
 //! is allocated for it; every filter hashes alike (same seed, same tag
 //! width), so one key has one hash in all of them.
 
-use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
+use crate::chain::Chain;
 use crate::filters::CliFilter;
 use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
 use std::fs::File;
@@ -22,8 +24,8 @@ const CHAIN_HEADER_LEN: u64 = 12;
 /// The least one filter of a chain takes: its 80-byte header and 16-byte
 /// trailer (docs/format.md).
 const MIN_FILTER_BYTES: u64 = 96;
-/// More filters than this is a damaged file: each filter of a chain is
-/// sized for at least twice what the others hold.
+/// More filters than this is a damaged file: koel sized each filter of a
+/// chain for at least twice what the others held.
 const MAX_CHAIN_FILTERS: u32 = 64;
 
 /// Why a filter file cannot be described or used.
@@ -72,7 +74,7 @@ impl FileProblem {
 }
 
 /// Writes `filters` as a chain file.
-pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
+pub fn write_chain(mut w: impl Write, filters: &[CuckooFilter]) -> io::Result<()> {
     let count = u32::try_from(filters.len())
         .ok()
         .filter(|&n| n <= MAX_CHAIN_FILTERS)
@@ -87,7 +89,7 @@ pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<(
 
 /// Saves `filters` (hashing alike) to `path` atomically: one filter as
 /// the library's own file, more as a chain file.
-pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
+pub fn save(path: &Path, filters: &[CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
     }
@@ -126,7 +128,7 @@ impl Loaded {
         match self {
             Loaded::Cuckoo(f) => f.save(path),
             Loaded::Bloom(f) => f.save(path),
-            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
+            Loaded::Chain(fs) => save(path, fs),
         }
     }
 }
@@ -137,7 +139,7 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => Box::new(f),
         Loaded::Bloom(f) => Box::new(f),
-        Loaded::Chain(filters) => Box::new(FilterChain::from_filters(filters, DEFAULT_FPR_BUDGET)),
+        Loaded::Chain(filters) => Box::new(Chain::new(filters)),
     })
 }
 
@@ -410,7 +412,7 @@ mod tests {
         let path = dir.path().join("c.koel");
         let (a, b) = (filter(5, 0..300), filter(5, 300..900));
         let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[&a, &b]).unwrap();
+        write_chain(&mut bytes, &[a, b]).unwrap();
         std::fs::write(&path, &bytes).unwrap();
         let Ok(Loaded::Chain(back)) = load(&path) else {
             panic!("not loaded as a chain")
@@ -429,7 +431,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.koel");
         let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[&filter(1, 0..10)]).unwrap();
+        write_chain(&mut bytes, &[filter(1, 0..10)]).unwrap();
         // One filter's bytes hold at most `room` filters of 96 bytes or
         // more; a count above that is refused before any filter is read.
         let room = (bytes.len() as u32 - 12) / 96;
@@ -448,14 +450,13 @@ mod tests {
         use koel::Filter;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.koel");
-        let chain = FilterChain::new(1000, 16, Some(9), 1e-2).unwrap();
-        chain.chain_new(5000).unwrap();
+        let chain = Chain::new(vec![filter(9, 0..0), filter(9, 0..0)]);
         for i in 0..3000u32 {
             chain
                 .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
                 .unwrap();
         }
-        chain.with_filters(|f| save(&path, f)).unwrap();
+        save(&path, chain.filters()).unwrap();
         let back = open(&path).unwrap();
         assert_eq!(back.describe(), chain.describe());
         assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));

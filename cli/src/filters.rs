@@ -127,6 +127,26 @@ impl CliFilter for CuckooFilter {
             self.tags_per_bucket()
         )
     }
+
+    /// By tag: two keys can only collide if their tags are equal, so every
+    /// key a false positive could match has the same owner, whose inserts
+    /// come in input order. Doubling does not change which keys collide
+    /// (the region bits are tag bits), so a seeded run drops the same
+    /// records on any number of threads, unless the filter had to add a
+    /// level (which keys land there depends on timing).
+    #[inline]
+    fn owner(&self, hash: u64, parts: usize) -> usize {
+        let bits = self.fingerprint_bits();
+        ((tag_of(hash, bits) * parts as u64) >> bits) as usize
+    }
+}
+
+/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
+/// `1..=2^w - 2`); a test checks it against the filter's own.
+#[inline]
+fn tag_of(hash: u64, bits: u32) -> u64 {
+    let top = hash >> (64 - bits);
+    1 + ((top * ((1u64 << bits) - 2)) >> bits)
 }
 
 impl CliFilter for BloomFilter {
@@ -326,5 +346,16 @@ mod tests {
             .count();
         assert!(found < 1000, "the double must lose some inserts");
         assert!(found >= 890, "and keep the others: found {found}");
+    }
+
+    #[test]
+    fn owners_follow_the_filters_own_tags() {
+        for bits in [16, 12] {
+            let f = cuckoo(10_000, bits, Some(5), None).unwrap();
+            for h in (0..100_000).map(crate::keys::mix64) {
+                assert_eq!(tag_of(h, bits), f.placement(h).0, "bits {bits}, hash {h:x}");
+                assert!(f.owner(h, 7) < 7);
+            }
+        }
     }
 }
