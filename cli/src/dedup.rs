@@ -36,8 +36,8 @@ drops a new record; the summary estimates how many, and --exact drops none.
 A record is bytes (with CRLF line ends the CR is part of it and its key);
 records without field K pass through. The filter is sized from --expected
 or the input files, plus 10M for stdin; when full it doubles while --fpr
-allows, then adds levels of longer tags: a run never stops halfway. The
-rules of --state and -o are in cli/README.md.
+allows, then adds levels of longer tags (a run stops halfway only if --fpr
+is near its floor). The rules of --state and -o are in cli/README.md.
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any

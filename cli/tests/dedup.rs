@@ -527,6 +527,22 @@ fn a_state_that_outgrew_its_expected_is_one_filter_file_that_forgets_nothing() {
 }
 
 #[test]
+fn a_bound_at_its_floor_leaves_no_room_to_grow_and_the_error_says_so() {
+    // 16-bit tags full at 1.16e-4: 1.2e-4 allows no doubling and leaves
+    // no level the rate of its 21-bit tags.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, numbered("k", 20_000)).unwrap();
+    let args = ["dedup", "-o", "/dev/null", "--fpr", "1.2e-4", "--expected"];
+    let input = input.to_str().unwrap();
+    assert_one_line_error(
+        &[&args[..], &["1000", input]].concat(),
+        "larger --expected or --fpr",
+    );
+    koel().args(args).args(["20000", input]).assert().success();
+}
+
+#[test]
 fn a_state_that_cannot_meet_the_fpr_or_seed_asked_is_refused_before_any_output() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("seen.koel");
