@@ -137,10 +137,6 @@ impl CliFilter for Chain {
         }
     }
 
-    fn generation(&self) -> u32 {
-        self.filters.iter().map(CuckooFilter::generation).sum()
-    }
-
     #[inline]
     fn owner(&self, hash: u64, parts: usize) -> usize {
         self.split().0.owner(hash, parts)

@@ -253,25 +253,16 @@ pub enum KindArg {
     LossyTestDouble,
 }
 
-/// The load a cuckoo layout reaches before it must grow.
-pub fn full_load(fingerprint_bits: u32) -> f64 {
-    if fingerprint_bits == 12 {
-        0.96
-    } else {
-        0.95
-    }
-}
-
-/// A new cuckoo filter's false-positive rate at [`full_load`]: what a
-/// layout reaches without growing.
+/// A new cuckoo filter's false-positive rate at the load where it must
+/// grow (95%, 96% with 12-bit tags): what a layout reaches without growing.
 pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
-    // Tag values (0 and all-ones are reserved) and tags per bucket.
-    let (values, lanes) = if fingerprint_bits == 12 {
-        (4094.0f64, 5.0)
+    // Tag values (0 and all-ones are reserved), tags per bucket, load.
+    let (values, lanes, load) = if fingerprint_bits == 12 {
+        (4094.0f64, 5.0, 0.96)
     } else {
-        (65534.0f64, 4.0)
+        (65534.0f64, 4.0, 0.95)
     };
-    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * full_load(fingerprint_bits))
+    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
 
 /// `capacity` as the builders take it, or why a filter that large cannot be.
