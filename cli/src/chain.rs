@@ -1,52 +1,153 @@
-//! The filters of a `koel dedup --state`: one cuckoo filter, or a chain of
-//! them as earlier versions of koel saved a state that had no room for a
-//! run (before a filter could grow past its tag bits by levels).
+//! The filters of a `koel dedup` run: one cuckoo filter, or a chain of
+//! them. A filter grows by doubling and then by levels while its
+//! false-positive bound allows; only when the newest filter may not grow
+//! within its bound (a `--fpr` near the tag width's floor) is a new filter
+//! chained after it, so that a run never stops halfway. Earlier versions
+//! of koel also chained filters whenever a state had no room for a run
+//! (before a filter could grow past its tag bits); such chains are read
+//! and continued.
 //!
-//! A chain is read as one filter (`query`) and continued (`dedup
-//! --state`): a key is maybe present if any filter holds it; the older
-//! filters are only read, new keys go to the newest, which grows by levels
-//! under the false-positive bound it was saved with. Every filter has the
-//! same seed and tag width (the file reader checks it), so a key has one
-//! hash, and one tag, in all of them. A chain of one filter is that filter:
-//! every call goes to it, and it saves as a plain filter file.
+//! A chain is read as one filter (`query`): a key is maybe present if any
+//! filter holds it; the older filters are only read, new keys go to the
+//! newest. Every filter has the same seed and tag width (the file reader
+//! checks it), so a key has one hash, and one tag, in all of them. A chain
+//! of one filter is that filter: every call goes to it, and it saves as a
+//! plain filter file.
 //!
 //! `insert_unique` has exactly one winner per key: the older filters never
 //! change, so "an older filter holds it" is settled, and the newest
-//! filter's own `insert_unique` decides the rest.
+//! filter's own `insert_unique` decides the rest. A key chained past the
+//! newest filter by one thread while another inserts it is the one race
+//! left: the dedup engine sends every occurrence of a key to one worker,
+//! so it does not happen there.
 
-use crate::filters::{CliFilter, Snapshot};
+use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
+use std::sync::OnceLock;
+
+/// Default bound on the false-positive rate of a dedup run: what 16-bit
+/// tags reach after 64x growth; levels stay under it beyond that.
+pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 
 /// Filters that answer as one; see the module docs.
 pub struct Chain {
-    /// Oldest first; at least one.
-    filters: Vec<CuckooFilter>,
+    first: Link,
+    /// The bound of the chain's false-positive rate, which chained filters
+    /// share (`--fpr`).
+    budget: f64,
+}
+
+/// One filter of a chain and the one chained after it, once there is one.
+struct Link {
+    filter: CuckooFilter,
+    next: OnceLock<Box<Link>>,
+}
+
+impl Link {
+    fn new(filter: CuckooFilter) -> Link {
+        Link {
+            filter,
+            next: OnceLock::new(),
+        }
+    }
 }
 
 impl Chain {
     /// The chain of `filters` (at least one, hashing alike, as
-    /// `filter_file::load` returns them), oldest first.
-    pub fn new(filters: Vec<CuckooFilter>) -> Self {
-        assert!(!filters.is_empty(), "a chain has a filter");
-        Chain { filters }
+    /// `filter_file::load` returns them), oldest first; filters chained
+    /// later share `budget`.
+    pub fn new(filters: Vec<CuckooFilter>, budget: f64) -> Self {
+        let mut filters = filters.into_iter().rev();
+        let mut link = Link::new(filters.next().expect("a chain has a filter"));
+        for older in filters {
+            let newer = std::mem::replace(&mut link, Link::new(older));
+            let _ = link.next.set(Box::new(newer));
+        }
+        Chain {
+            first: link,
+            budget,
+        }
+    }
+
+    fn links(&self) -> impl Iterator<Item = &Link> {
+        std::iter::successors(Some(&self.first), |l| l.next.get().map(|n| &**n))
     }
 
     /// Every filter, oldest first (to save them).
-    pub fn filters(&self) -> &[CuckooFilter] {
-        &self.filters
+    pub fn filters(&self) -> Vec<&CuckooFilter> {
+        self.links().map(|l| &l.filter).collect()
     }
 
-    /// The newest filter, which takes the inserts, and the older ones.
-    fn split(&self) -> (&CuckooFilter, &[CuckooFilter]) {
-        self.filters.split_last().expect("a chain has a filter")
+    /// The newest filter's link, which takes the inserts.
+    fn newest(&self) -> &Link {
+        self.links().last().expect("a chain has a filter")
+    }
+
+    /// Whether a filter older than `newest` holds `hash`.
+    fn older_hold(&self, newest: &Link, hash: u64) -> bool {
+        self.links()
+            .take_while(|l| !std::ptr::eq(*l, newest))
+            .any(|l| l.filter.contains_hash(hash))
     }
 
     /// The false-positive rate the chain may reach: the older filters'
     /// rates (final) plus the newest's bound, which its growth keeps.
     pub fn bound(&self) -> f64 {
-        let (newest, older) = self.split();
-        older.iter().map(|f| f.false_positive_rate()).sum::<f64>()
-            + newest.max_false_positive_rate()
+        let newest = self.newest();
+        self.links()
+            .take_while(|l| !std::ptr::eq(*l, newest))
+            .map(|l| l.filter.false_positive_rate())
+            .sum::<f64>()
+            + newest.filter.max_false_positive_rate()
+    }
+
+    /// The bound of the chain's false-positive rate.
+    pub fn budget(&self) -> f64 {
+        self.budget
+    }
+
+    /// Sets the bound that filters chained from now on share.
+    pub fn set_budget(&mut self, budget: f64) {
+        self.budget = budget;
+    }
+
+    /// After `newest` refused with `error`: the link chained after it (by
+    /// this call or another thread's), or `error` if the refusal is not
+    /// one a new filter cures, or none can be built. The new filter holds
+    /// twice what the chain holds, and may reach what the budget has left
+    /// (at least its own rate when full: past the budget, which the run's
+    /// summary then says).
+    fn chain_after<'a>(
+        &'a self,
+        newest: &'a Link,
+        error: InsertError,
+    ) -> Result<&'a Link, InsertError> {
+        if !matches!(
+            error,
+            InsertError::FalsePositiveRateLimit { .. } | InsertError::Full
+        ) {
+            return Err(error);
+        }
+        if let Some(next) = newest.next.get() {
+            return Ok(next);
+        }
+        let first = &self.first.filter;
+        let bits = first.fingerprint_bits();
+        let held: usize = self.links().map(|l| l.filter.len()).sum();
+        let left = self.budget
+            - self
+                .links()
+                .map(|l| l.filter.false_positive_rate())
+                .sum::<f64>();
+        let rate = (left / 2.0).max(full_load_rate(bits) * 1.01);
+        let filter = filters::cuckoo(
+            (held as u64).saturating_mul(2).max(1024),
+            bits,
+            Some(first.seed()),
+            Some(rate),
+        )
+        .map_err(|_| error)?;
+        Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))
     }
 }
 
@@ -56,35 +157,48 @@ impl Filter for Chain {
     }
 
     fn hash_bytes(&self, bytes: &[u8]) -> u64 {
-        Filter::hash_bytes(self.split().0, bytes)
+        Filter::hash_bytes(&self.first.filter, bytes)
     }
 
     fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        self.split().0.insert_hash(hash)
+        let mut newest = self.newest();
+        loop {
+            match newest.filter.insert_hash(hash) {
+                Err(e) => newest = self.chain_after(newest, e)?,
+                done => return done,
+            }
+        }
     }
 
     fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        let (newest, older) = self.split();
-        if older.iter().any(|f| f.contains_hash(hash)) {
+        let mut newest = self.newest();
+        if self.older_hold(newest, hash) {
             return Ok(false);
         }
-        newest.insert_unique_hash(hash)
+        loop {
+            match newest.filter.insert_unique_hash(hash) {
+                // The refusing filter is older now, and does not hold it.
+                Err(e) => newest = self.chain_after(newest, e)?,
+                done => return done,
+            }
+        }
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        self.filters.iter().any(|f| f.contains_hash(hash))
+        self.links().any(|l| l.filter.contains_hash(hash))
     }
 
     fn remove_hash(&self, hash: u64) -> Option<bool> {
-        Some(self.filters.iter().rev().any(|f| f.remove_hash(hash)))
+        let filters = self.filters();
+        Some(filters.iter().rev().any(|f| f.remove_hash(hash)))
     }
 
     fn len(&self) -> usize {
-        self.filters.iter().map(CuckooFilter::len).sum()
+        self.links().map(|l| l.filter.len()).sum()
     }
 
     fn memory_usage(&self) -> usize {
-        self.filters.iter().map(CuckooFilter::memory_usage).sum()
+        self.links().map(|l| l.filter.memory_usage()).sum()
     }
 
     fn false_positive_rate(&self) -> f64 {
@@ -92,18 +206,18 @@ impl Filter for Chain {
     }
 
     fn clear(&self) {
-        self.filters.iter().for_each(CuckooFilter::clear);
+        self.links().for_each(|l| l.filter.clear());
     }
 }
 
 impl CliFilter for Chain {
     fn snapshot(&self) -> Snapshot {
-        if let [only] = &self.filters[..] {
+        if let [only] = &self.filters()[..] {
             return only.snapshot();
         }
         let mut total = Snapshot::default();
         let mut slots = 0;
-        for one in self.filters.iter().map(CliFilter::snapshot) {
+        for one in self.links().map(|l| l.filter.snapshot()) {
             total.len += one.len;
             slots += one.slots.unwrap_or(0);
             total.memory_bytes += one.memory_bytes;
@@ -117,21 +231,30 @@ impl CliFilter for Chain {
     }
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
-        match &self.filters[..] {
-            // The common case, with the batch path's prefetching.
-            [only] => only.insert_unique_batch(keys, out),
-            _ => {
-                for (key, new) in keys.iter().zip(out.iter_mut()) {
-                    *new = self.insert_unique_hash(self.hash_bytes(key))?;
+        let newest = self.newest();
+        if std::ptr::eq(newest, &self.first) {
+            // The common case, with the batch path's prefetching; keys
+            // after one the filter refused go on one by one.
+            match newest.filter.insert_unique_many(keys, out) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    self.chain_after(newest, e.error)?;
+                    for (key, new) in keys.iter().zip(out.iter_mut()).skip(e.failed_at) {
+                        *new = self.insert_unique_hash(self.hash_bytes(key))?;
+                    }
+                    return Ok(());
                 }
-                Ok(())
             }
         }
+        for (key, new) in keys.iter().zip(out.iter_mut()) {
+            *new = self.insert_unique_hash(self.hash_bytes(key))?;
+        }
+        Ok(())
     }
 
     fn describe(&self) -> String {
-        let one = self.split().0.describe();
-        match self.filters.len() {
+        let one = self.newest().filter.describe();
+        match self.links().count() {
             1 => one,
             n => format!("{n} chained filters ({one})"),
         }
@@ -139,6 +262,6 @@ impl CliFilter for Chain {
 
     #[inline]
     fn owner(&self, hash: u64, parts: usize) -> usize {
-        self.split().0.owner(hash, parts)
+        self.first.filter.owner(hash, parts)
     }
 }

@@ -7,7 +7,7 @@ mod exact;
 pub use engine::{run, ExactTotals, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
-use crate::chain::Chain;
+use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
 use crate::filter_file::{self, Loaded};
 use crate::filters::{self, CliFilter};
 use crate::human::{self, HumanBytes, HumanCount};
@@ -18,10 +18,6 @@ use koel::Filter;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Default bound on the false-positive rate of a new state's filter: what
-/// 16-bit tags reach after 64x growth; levels stay under it beyond that.
-pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -36,8 +32,9 @@ drops a new record; the summary estimates how many, and --exact drops none.
 A record is bytes (with CRLF line ends the CR is part of it and its key);
 records without field K pass through. The filter is sized from --expected
 or the input files, plus 10M for stdin; when full it doubles while --fpr
-allows, then adds levels of longer tags (a run stops halfway only if --fpr
-is near its floor). The rules of --state and -o are in cli/README.md.
+allows, then adds levels of longer tags; only if --fpr leaves it no room is a
+filter chained to it: a run never stops halfway. The rules of --state and -o
+are in cli/README.md.
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any
@@ -100,12 +97,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             }
             let expected = args.size.expected(&inputs)?;
             let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
-            Chain::new(vec![filters::cuckoo(
-                expected,
-                bits,
-                args.run.seed,
-                Some(budget),
-            )?])
+            let first = filters::cuckoo(expected, bits, args.run.seed, Some(budget))?;
+            Chain::new(vec![first], budget)
         }
     };
 
@@ -164,7 +157,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let secs = start.elapsed().as_secs_f64();
     if let Some(path) = &args.state {
-        filter_file::save(path, filter.filters())
+        filter_file::save(path, &filter.filters())
             .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
     if !args.run.quiet {
@@ -179,15 +172,16 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 /// with (which its growth keeps) may not pass `--fpr`.
 fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
     let name = path.display();
-    let chain = Chain::new(
-        match filter_file::load(path).map_err(|p| p.into_error(path))? {
-            Loaded::Cuckoo(f) => vec![f],
-            Loaded::Chain(filters) => filters,
-            Loaded::Bloom(_) => anyhow::bail!(
-                "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"
-            ),
-        },
-    );
+    let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
+        Loaded::Cuckoo(f) => vec![f],
+        Loaded::Chain(filters) => filters,
+        Loaded::Bloom(_) => anyhow::bail!(
+            "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"
+        ),
+    };
+    let mut chain = Chain::new(filters, DEFAULT_FPR_BUDGET);
+    // Filters chained to it share --fpr, or else the bound it was saved with.
+    chain.set_budget(args.size.fpr.unwrap_or(chain.bound()));
     let seed = chain.filters()[0].seed();
     if let Some(asked) = args.run.seed.filter(|&s| s != seed) {
         anyhow::bail!(
@@ -258,6 +252,13 @@ fn summary(
         s += &format!(
             "  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {:.1e})\n",
             snap.false_positive_rate
+        );
+    }
+    let budget = filter.budget();
+    if snap.false_positive_rate > budget {
+        s += &format!(
+            "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
+            if exact.is_some() { " (--exact lost nothing)" } else { "" }
         );
     }
     if t.missing_field > 0 {

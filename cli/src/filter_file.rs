@@ -10,7 +10,7 @@
 //! is allocated for it; every filter hashes alike (same seed, same tag
 //! width), so one key has one hash in all of them.
 
-use crate::chain::Chain;
+use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
 use crate::filters::CliFilter;
 use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
 use std::fs::File;
@@ -74,7 +74,7 @@ impl FileProblem {
 }
 
 /// Writes `filters` as a chain file.
-pub fn write_chain(mut w: impl Write, filters: &[CuckooFilter]) -> io::Result<()> {
+pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
     let count = u32::try_from(filters.len())
         .ok()
         .filter(|&n| n <= MAX_CHAIN_FILTERS)
@@ -89,7 +89,7 @@ pub fn write_chain(mut w: impl Write, filters: &[CuckooFilter]) -> io::Result<()
 
 /// Saves `filters` (hashing alike) to `path` atomically: one filter as
 /// the library's own file, more as a chain file.
-pub fn save(path: &Path, filters: &[CuckooFilter]) -> io::Result<()> {
+pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
     }
@@ -128,7 +128,7 @@ impl Loaded {
         match self {
             Loaded::Cuckoo(f) => f.save(path),
             Loaded::Bloom(f) => f.save(path),
-            Loaded::Chain(fs) => save(path, fs),
+            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
         }
     }
 }
@@ -139,7 +139,8 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => Box::new(f),
         Loaded::Bloom(f) => Box::new(f),
-        Loaded::Chain(filters) => Box::new(Chain::new(filters)),
+        // Read only: the budget of filters it would chain does not matter.
+        Loaded::Chain(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
     })
 }
 
@@ -412,7 +413,7 @@ mod tests {
         let path = dir.path().join("c.koel");
         let (a, b) = (filter(5, 0..300), filter(5, 300..900));
         let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[a, b]).unwrap();
+        write_chain(&mut bytes, &[&a, &b]).unwrap();
         std::fs::write(&path, &bytes).unwrap();
         let Ok(Loaded::Chain(back)) = load(&path) else {
             panic!("not loaded as a chain")
@@ -431,7 +432,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.koel");
         let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[filter(1, 0..10)]).unwrap();
+        write_chain(&mut bytes, &[&filter(1, 0..10)]).unwrap();
         // One filter's bytes hold at most `room` filters of 96 bytes or
         // more; a count above that is refused before any filter is read.
         let room = (bytes.len() as u32 - 12) / 96;
@@ -450,13 +451,13 @@ mod tests {
         use koel::Filter;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.koel");
-        let chain = Chain::new(vec![filter(9, 0..0), filter(9, 0..0)]);
+        let chain = Chain::new(vec![filter(9, 0..0), filter(9, 0..0)], DEFAULT_FPR_BUDGET);
         for i in 0..3000u32 {
             chain
                 .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
                 .unwrap();
         }
-        save(&path, chain.filters()).unwrap();
+        save(&path, &chain.filters()).unwrap();
         let back = open(&path).unwrap();
         assert_eq!(back.describe(), chain.describe());
         assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));

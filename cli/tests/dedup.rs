@@ -527,19 +527,35 @@ fn a_state_that_outgrew_its_expected_is_one_filter_file_that_forgets_nothing() {
 }
 
 #[test]
-fn a_bound_at_its_floor_leaves_no_room_to_grow_and_the_error_says_so() {
+fn a_bound_at_its_floor_chains_filters_and_never_stops_halfway() {
     // 16-bit tags full at 1.16e-4: 1.2e-4 allows no doubling and leaves
-    // no level the rate of its 21-bit tags.
+    // no level the rate of its 21-bit tags, so the run chains filters
+    // (past the bound, which the summary says) instead of stopping.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.txt");
     std::fs::write(&input, numbered("k", 20_000)).unwrap();
-    let args = ["dedup", "-o", "/dev/null", "--fpr", "1.2e-4", "--expected"];
-    let input = input.to_str().unwrap();
-    assert_one_line_error(
-        &[&args[..], &["1000", input]].concat(),
-        "larger --expected or --fpr",
-    );
-    koel().args(args).args(["20000", input]).assert().success();
+    let state = dir.path().join("seen.koel");
+    let out = koel()
+        .args(["dedup", "--fpr", "1.2e-4", "--expected", "1000", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("passed its bound"), "{stderr}");
+    let kept = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert!(kept > 19_900, "{kept} of 20,000 distinct records kept");
+    let bytes = std::fs::read(&state).unwrap();
+    assert_eq!(&bytes[..8], b"KOELCHN1", "the state is a chain");
+    // No key the chain took is new to it in a second run.
+    koel()
+        .args(["dedup", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .assert()
+        .success()
+        .stdout("");
 }
 
 #[test]
