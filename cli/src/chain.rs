@@ -1,215 +1,157 @@
-//! A chain of cuckoo filters that never runs out of room: when the newest
-//! filter refuses an insert (full, or its growth would pass its share of
-//! the false-positive budget or of memory), a new filter is chained after
-//! it. Lookups check every filter; inserts go to the newest.
+//! The filters of a `koel dedup` run: one cuckoo filter, or a chain of
+//! them. A filter grows by doubling and then by levels while its
+//! false-positive bound allows; only when the newest filter may not grow
+//! within its bound (a `--fpr` near the tag width's floor) is a new filter
+//! chained after it, so that a run never stops halfway. Earlier versions
+//! of koel also chained filters whenever a state had no room for a run
+//! (before a filter could grow past its tag bits); such chains are read
+//! and continued.
 //!
-//! Every filter of a chain has the same seed and tag width, so a key has
-//! one hash for all of them (and one tag, which the dedup engine
-//! partitions on). A key is reported new only if no filter holds it, so
-//! the chain's false-positive rate is at most the sum of its filters'
-//! rates: filter `k` may grow while its rate stays below `budget /
-//! 2^(k+1)` (but never less than a new filter's own rate at full load),
-//! so the sum stays under the budget until the input outgrows the first
-//! estimate about a million times.
+//! A chain is read as one filter (`query`): a key is maybe present if any
+//! filter holds it; the older filters are only read, new keys go to the
+//! newest. Every filter has the same seed and tag width (the file reader
+//! checks it), so a key has one hash, and one tag, in all of them. A chain
+//! of one filter is that filter: every call goes to it, and it saves as a
+//! plain filter file.
 //!
-//! Exactly-one-winner of `insert_unique` holds per key owner: the engine
-//! sends every occurrence of a key to one worker, so two threads never
-//! race on one key across a rotation.
+//! `insert_unique` has exactly one winner per key: the older filters never
+//! change, so "an older filter holds it" is settled, and the newest
+//! filter's own `insert_unique` decides the rest. A key chained past the
+//! newest filter by one thread while another inserts it is the one race
+//! left: the dedup engine sends every occurrence of a key to one worker,
+//! so it does not happen there.
 
-use crate::filters::{self, full_load, full_load_rate, CliFilter, Snapshot};
+use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
-use std::sync::{Arc, RwLock};
+use std::sync::OnceLock;
 
-/// Default bound on the false-positive rate of the chained filters
-/// together: the rate a single filter reaches after 64x growth.
+/// Default bound on the false-positive rate of a dedup run: what 16-bit
+/// tags reach after 64x growth; levels stay under it beyond that.
 pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 
-/// One filter of the chain and how far it may grow.
-struct Stage {
-    filter: CuckooFilter,
-    /// A stage that grows past this generation is closed (a loaded state
-    /// may not grow past what it had: its rate would pass a fresh one's).
-    max_generation: u32,
-}
-
 /// Filters that answer as one; see the module docs.
-pub struct FilterChain {
-    stages: RwLock<Arc<Vec<Arc<Stage>>>>,
-    /// The first stage, which hashes for all (read per key without the
-    /// lock: the engine hashes every key to partition it).
-    first: Arc<Stage>,
-    seed: u64,
-    fingerprint_bits: u32,
+pub struct Chain {
+    first: Link,
+    /// The bound of the chain's false-positive rate, which chained filters
+    /// share (`--fpr`).
     budget: f64,
 }
 
-impl FilterChain {
-    /// A chain of one new filter for `capacity` items.
-    pub fn new(
-        capacity: u64,
-        fingerprint_bits: u32,
-        seed: Option<u64>,
-        budget: f64,
-    ) -> anyhow::Result<Self> {
-        let seed = seed.unwrap_or_else(|| CuckooFilter::with_capacity(1).seed());
-        let first = build_stage(
-            capacity,
-            fingerprint_bits,
-            seed,
-            stage_budget(budget, fingerprint_bits, 0),
-        )?;
-        Ok(Self::from_stages(
-            vec![first],
-            seed,
-            fingerprint_bits,
-            budget,
-        ))
-    }
+/// One filter of a chain and the one chained after it, once there is one.
+struct Link {
+    filter: CuckooFilter,
+    next: OnceLock<Box<Link>>,
+}
 
-    fn from_stages(stages: Vec<Stage>, seed: u64, fingerprint_bits: u32, budget: f64) -> Self {
-        let stages: Vec<Arc<Stage>> = stages.into_iter().map(Arc::new).collect();
-        FilterChain {
-            first: Arc::clone(&stages[0]),
-            stages: RwLock::new(Arc::new(stages)),
-            seed,
-            fingerprint_bits,
+impl Link {
+    fn new(filter: CuckooFilter) -> Link {
+        Link {
+            filter,
+            next: OnceLock::new(),
+        }
+    }
+}
+
+impl Chain {
+    /// The chain of `filters` (at least one, hashing alike, as
+    /// `filter_file::load` returns them), oldest first; filters chained
+    /// later share `budget`.
+    pub fn new(filters: Vec<CuckooFilter>, budget: f64) -> Self {
+        let mut filters = filters.into_iter().rev();
+        let mut link = Link::new(filters.next().expect("a chain has a filter"));
+        for older in filters {
+            let newer = std::mem::replace(&mut link, Link::new(older));
+            let _ = link.next.set(Box::new(newer));
+        }
+        Chain {
+            first: link,
             budget,
         }
     }
 
-    /// A chain of loaded `filters` (at least one, hashing alike, as
-    /// `filter_file::load` returns them), which may not grow.
-    pub fn from_filters(filters: Vec<CuckooFilter>, budget: f64) -> Self {
-        let (seed, bits) = (filters[0].seed(), filters[0].fingerprint_bits());
-        let stages = filters
-            .into_iter()
-            .map(|filter| Stage {
-                max_generation: filter.generation(),
-                filter,
-            })
-            .collect();
-        Self::from_stages(stages, seed, bits, budget)
+    fn links(&self) -> impl Iterator<Item = &Link> {
+        std::iter::successors(Some(&self.first), |l| l.next.get().map(|n| &**n))
     }
 
-    /// Calls `f` with every filter, oldest first (to save them).
-    pub fn with_filters<R>(&self, f: impl FnOnce(&[&CuckooFilter]) -> R) -> R {
-        let stages = self.snapshot_stages();
-        let filters: Vec<&CuckooFilter> = stages.iter().map(|s| &s.filter).collect();
-        f(&filters)
+    /// Every filter, oldest first (to save them).
+    pub fn filters(&self) -> Vec<&CuckooFilter> {
+        self.links().map(|l| &l.filter).collect()
     }
 
-    /// The hash seed shared by every filter.
-    pub fn seed(&self) -> u64 {
-        self.seed
+    /// The newest filter's link, which takes the inserts.
+    fn newest(&self) -> &Link {
+        self.links().last().expect("a chain has a filter")
     }
 
-    /// Tag width shared by every filter.
-    pub fn fingerprint_bits(&self) -> u32 {
-        self.fingerprint_bits
+    /// Whether a filter older than `newest` holds `hash`.
+    fn older_hold(&self, newest: &Link, hash: u64) -> bool {
+        self.links()
+            .take_while(|l| !std::ptr::eq(*l, newest))
+            .any(|l| l.filter.contains_hash(hash))
     }
 
-    /// Filters in the chain.
-    pub fn stages(&self) -> usize {
-        self.snapshot_stages().len()
+    /// The false-positive rate the chain may reach: the older filters'
+    /// rates (final) plus the newest's bound, which its growth keeps.
+    pub fn bound(&self) -> f64 {
+        let newest = self.newest();
+        self.links()
+            .take_while(|l| !std::ptr::eq(*l, newest))
+            .map(|l| l.filter.false_positive_rate())
+            .sum::<f64>()
+            + newest.filter.max_false_positive_rate()
     }
 
-    /// The false-positive rate of every filter but the newest (which takes
-    /// no more inserts, so its rate is final).
-    pub fn closed_rate(&self) -> f64 {
-        let stages = self.snapshot_stages();
-        stages[..stages.len() - 1]
-            .iter()
-            .map(|s| s.filter.false_positive_rate())
-            .sum()
+    /// The bound of the chain's false-positive rate.
+    pub fn budget(&self) -> f64 {
+        self.budget
     }
 
-    /// The newest filter's rate when full at its present size (each
-    /// doubling so far about doubled it).
-    pub fn newest_full_rate(&self) -> f64 {
-        let stages = self.snapshot_stages();
-        let generation = stages[stages.len() - 1].filter.generation();
-        full_load_rate(self.fingerprint_bits) * 2f64.powi(generation as i32)
+    /// Sets the bound that filters chained from now on share.
+    pub fn set_budget(&mut self, budget: f64) {
+        self.budget = budget;
     }
 
-    /// Items the newest filter can still take without growing.
-    pub fn room(&self) -> u64 {
-        let stages = self.snapshot_stages();
-        let newest = &stages[stages.len() - 1].filter;
-        let load = full_load(self.fingerprint_bits);
-        ((newest.capacity() as f64 * load) as u64).saturating_sub(newest.len() as u64)
-    }
-
-    /// Closes the newest filter and chains one for `capacity` items (at
-    /// least twice what the chain holds, so that chains stay short).
-    pub fn chain_new(&self, capacity: u64) -> anyhow::Result<()> {
-        let seen = self.snapshot_stages();
-        self.rotate(&seen, capacity)
-    }
-
-    fn snapshot_stages(&self) -> Arc<Vec<Arc<Stage>>> {
-        Arc::clone(&self.stages.read().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Chains a new filter after `seen`'s newest, unless another thread
-    /// already did.
-    fn rotate(&self, seen: &Arc<Vec<Arc<Stage>>>, capacity: u64) -> anyhow::Result<()> {
-        let mut current = self.stages.write().unwrap_or_else(|e| e.into_inner());
-        if current.len() != seen.len() {
-            return Ok(());
-        }
-        let held: u64 = current.iter().map(|s| s.filter.len() as u64).sum();
-        let k = current.len() as u32;
-        let stage = build_stage(
-            capacity.max(held.saturating_mul(2)).max(1024),
-            self.fingerprint_bits,
-            self.seed,
-            stage_budget(self.budget, self.fingerprint_bits, k),
-        )?;
-        let mut next: Vec<Arc<Stage>> = current.iter().cloned().collect();
-        next.push(Arc::new(stage));
-        *current = Arc::new(next);
-        Ok(())
-    }
-
-    /// Rotates after `error` from `seen`'s newest filter; the error back
-    /// if no filter can be built.
-    fn rotate_after(
-        &self,
-        seen: &Arc<Vec<Arc<Stage>>>,
+    /// After `newest` refused with `error`: the link chained after it (by
+    /// this call or another thread's), or `error` if the refusal is not
+    /// one a new filter cures, or none can be built. The new filter holds
+    /// twice what the chain holds, and may reach what the budget has left
+    /// (at least its own rate when full: past the budget, which the run's
+    /// summary then says).
+    fn chain_after<'a>(
+        &'a self,
+        newest: &'a Link,
         error: InsertError,
-    ) -> Result<(), InsertError> {
-        self.rotate(seen, 0).map_err(|_| error)
-    }
-
-    /// Closes the newest stage if it grew past what it may.
-    fn close_if_grown(&self, seen: &Arc<Vec<Arc<Stage>>>) -> Result<(), InsertError> {
-        let newest = &seen[seen.len() - 1];
-        if newest.filter.generation() > newest.max_generation {
-            self.rotate_after(seen, InsertError::Full)?;
+    ) -> Result<&'a Link, InsertError> {
+        if !matches!(
+            error,
+            InsertError::FalsePositiveRateLimit { .. } | InsertError::Full
+        ) {
+            return Err(error);
         }
-        Ok(())
+        if let Some(next) = newest.next.get() {
+            return Ok(next);
+        }
+        let first = &self.first.filter;
+        let bits = first.fingerprint_bits();
+        let held: usize = self.links().map(|l| l.filter.len()).sum();
+        let left = self.budget
+            - self
+                .links()
+                .map(|l| l.filter.false_positive_rate())
+                .sum::<f64>();
+        let rate = (left / 2.0).max(full_load_rate(bits) * 1.01);
+        let filter = filters::cuckoo(
+            (held as u64).saturating_mul(2).max(1024),
+            bits,
+            Some(first.seed()),
+            Some(rate),
+        )
+        .map_err(|_| error)?;
+        Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))
     }
 }
 
-/// Filter `k`'s share of the budget, at least what a new filter has at
-/// full load (a stage cannot do better).
-fn stage_budget(budget: f64, fingerprint_bits: u32, k: u32) -> f64 {
-    (budget / 2f64.powi(k as i32 + 1)).max(full_load_rate(fingerprint_bits) * 1.01)
-}
-
-fn build_stage(
-    capacity: u64,
-    fingerprint_bits: u32,
-    seed: u64,
-    max_rate: f64,
-) -> anyhow::Result<Stage> {
-    Ok(Stage {
-        filter: filters::cuckoo(capacity, fingerprint_bits, Some(seed), Some(max_rate))?,
-        max_generation: u32::MAX,
-    })
-}
-
-impl Filter for FilterChain {
+impl Filter for Chain {
     fn kind(&self) -> FilterKind {
         FilterKind::Cuckoo
     }
@@ -219,77 +161,63 @@ impl Filter for FilterChain {
     }
 
     fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
+        let mut newest = self.newest();
         loop {
-            let stages = self.snapshot_stages();
-            match stages[stages.len() - 1].filter.insert_hash(hash) {
-                Ok(()) => return self.close_if_grown(&stages),
-                Err(e) => self.rotate_after(&stages, e)?,
+            match newest.filter.insert_hash(hash) {
+                Err(e) => newest = self.chain_after(newest, e)?,
+                done => return done,
             }
         }
     }
 
     fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
+        let mut newest = self.newest();
+        if self.older_hold(newest, hash) {
+            return Ok(false);
+        }
         loop {
-            let stages = self.snapshot_stages();
-            let (newest, older) = stages.split_last().expect("a chain has a filter");
-            if older.iter().any(|s| s.filter.contains_hash(hash)) {
-                return Ok(false);
-            }
             match newest.filter.insert_unique_hash(hash) {
-                Ok(new) => {
-                    self.close_if_grown(&stages)?;
-                    return Ok(new);
-                }
-                Err(e) => self.rotate_after(&stages, e)?,
+                // The refusing filter is older now, and does not hold it.
+                Err(e) => newest = self.chain_after(newest, e)?,
+                done => return done,
             }
         }
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        self.snapshot_stages()
-            .iter()
-            .any(|s| s.filter.contains_hash(hash))
+        self.links().any(|l| l.filter.contains_hash(hash))
     }
 
     fn remove_hash(&self, hash: u64) -> Option<bool> {
-        let stages = self.snapshot_stages();
-        Some(stages.iter().rev().any(|s| s.filter.remove_hash(hash)))
+        let filters = self.filters();
+        Some(filters.iter().rev().any(|f| f.remove_hash(hash)))
     }
 
     fn len(&self) -> usize {
-        self.snapshot_stages().iter().map(|s| s.filter.len()).sum()
+        self.links().map(|l| l.filter.len()).sum()
     }
 
     fn memory_usage(&self) -> usize {
-        self.snapshot_stages()
-            .iter()
-            .map(|s| s.filter.memory_usage())
-            .sum()
+        self.links().map(|l| l.filter.memory_usage()).sum()
     }
 
     fn false_positive_rate(&self) -> f64 {
-        let stages = self.snapshot_stages();
-        stages
-            .iter()
-            .map(|s| s.filter.false_positive_rate())
-            .sum::<f64>()
-            .min(1.0)
+        self.snapshot().false_positive_rate
     }
 
     fn clear(&self) {
-        for s in self.snapshot_stages().iter() {
-            s.filter.clear();
-        }
+        self.links().for_each(|l| l.filter.clear());
     }
 }
 
-impl CliFilter for FilterChain {
+impl CliFilter for Chain {
     fn snapshot(&self) -> Snapshot {
-        let stages = self.snapshot_stages();
+        if let [only] = &self.filters()[..] {
+            return only.snapshot();
+        }
         let mut total = Snapshot::default();
         let mut slots = 0;
-        for s in stages.iter() {
-            let one = s.filter.snapshot();
+        for one in self.links().map(|l| l.filter.snapshot()) {
             total.len += one.len;
             slots += one.slots.unwrap_or(0);
             total.memory_bytes += one.memory_bytes;
@@ -303,127 +231,37 @@ impl CliFilter for FilterChain {
     }
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
-        let mut done = 0;
-        loop {
-            let stages = self.snapshot_stages();
-            let (newest, older) = stages.split_last().expect("a chain has a filter");
-            let (keys, out) = (&keys[done..], &mut out[done..]);
-            let result = if older.is_empty() {
-                // The common case: one filter, the batch path with prefetching.
-                newest
-                    .filter
-                    .insert_unique_many(keys, out)
-                    .map_err(|e| (e.failed_at, e.error))
-            } else {
-                insert_unique_each(&newest.filter, older, keys, out)
-            };
-            match result {
-                Ok(()) => return self.close_if_grown(&stages),
-                Err((at, e)) => {
-                    done += at;
-                    self.rotate_after(&stages, e)?;
+        let newest = self.newest();
+        if std::ptr::eq(newest, &self.first) {
+            // The common case, with the batch path's prefetching; keys
+            // after one the filter refused go on one by one.
+            match newest.filter.insert_unique_many(keys, out) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    self.chain_after(newest, e.error)?;
+                    for (key, new) in keys.iter().zip(out.iter_mut()).skip(e.failed_at) {
+                        *new = self.insert_unique_hash(self.hash_bytes(key))?;
+                    }
+                    return Ok(());
                 }
             }
         }
+        for (key, new) in keys.iter().zip(out.iter_mut()) {
+            *new = self.insert_unique_hash(self.hash_bytes(key))?;
+        }
+        Ok(())
     }
 
     fn describe(&self) -> String {
-        let n = self.stages();
-        let one = self.first.filter.describe();
-        if n == 1 {
-            one
-        } else {
-            format!("{n} chained filters ({one})")
+        let one = self.newest().filter.describe();
+        match self.links().count() {
+            1 => one,
+            n => format!("{n} chained filters ({one})"),
         }
     }
 
-    fn generation(&self) -> u32 {
-        self.snapshot_stages()
-            .iter()
-            .map(|s| s.filter.generation())
-            .sum()
-    }
-
-    /// By tag: two keys can only collide if their tags are equal, so every
-    /// key a false positive could match has the same owner, whose inserts
-    /// come in input order. Growth does not change which keys collide (the
-    /// region bits are tag bits), so a seeded run drops the same records
-    /// on any number of threads, unless filters had to be chained (when
-    /// depends on timing).
     #[inline]
     fn owner(&self, hash: u64, parts: usize) -> usize {
-        let tag = tag_of(hash, self.fingerprint_bits);
-        ((tag * parts as u64) >> self.fingerprint_bits) as usize
-    }
-}
-
-/// `insert_unique` of each of `keys` into `newest` unless an `older`
-/// filter holds it; on an error, the index of the key that failed.
-fn insert_unique_each(
-    newest: &CuckooFilter,
-    older: &[Arc<Stage>],
-    keys: &[&[u8]],
-    out: &mut [bool],
-) -> Result<(), (usize, InsertError)> {
-    for (i, (key, new)) in keys.iter().zip(out.iter_mut()).enumerate() {
-        let hash = Filter::hash_bytes(newest, key);
-        *new = !older.iter().any(|s| s.filter.contains_hash(hash))
-            && newest.insert_unique_hash(hash).map_err(|e| (i, e))?;
-    }
-    Ok(())
-}
-
-/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
-/// `1..=2^w - 2`); a test checks it against the filter's own.
-#[inline]
-fn tag_of(hash: u64, bits: u32) -> u64 {
-    let top = hash >> (64 - bits);
-    1 + ((top * ((1u64 << bits) - 2)) >> bits)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_chain_takes_far_more_than_its_first_filter_and_forgets_nothing() {
-        // 100 slots' worth, 12-bit tags (growth capped after 2 doublings).
-        let chain = FilterChain::new(100, 12, Some(3), 1e-2).unwrap();
-        let keys: Vec<Vec<u8>> = (0..50_000u32).map(|i| i.to_le_bytes().to_vec()).collect();
-        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let mut out = vec![false; refs.len()];
-        for (k, o) in refs.chunks(1000).zip(out.chunks_mut(1000)) {
-            chain.insert_unique_batch(k, o).unwrap();
-        }
-        // The first table cannot hold 50K: the chain grew, by a stage or
-        // (since the engine has levels) by a level of its first filter.
-        assert!(
-            chain.stages() > 1 || chain.first.filter.levels_count() > 1,
-            "the first table cannot hold 50K"
-        );
-        assert!(refs
-            .iter()
-            .all(|k| chain.contains_hash(chain.hash_bytes(k))));
-        let new = out.iter().filter(|&&n| n).count();
-        assert!(new > 49_000, "{new}");
-        let mut again = vec![true; refs.len()];
-        chain.insert_unique_batch(&refs, &mut again).unwrap();
-        assert!(again.iter().all(|&n| !n), "a second pass finds every key");
-    }
-
-    #[test]
-    fn owners_follow_the_filters_own_tags() {
-        for bits in [16, 12] {
-            let chain = FilterChain::new(10_000, bits, Some(5), 1e-2).unwrap();
-            let first = &chain.first.filter;
-            for h in (0..100_000).map(crate::keys::mix64) {
-                assert_eq!(
-                    tag_of(h, bits),
-                    first.placement(h).0,
-                    "bits {bits}, hash {h:x}"
-                );
-                assert!(chain.owner(h, 7) < 7);
-            }
-        }
+        self.first.filter.owner(hash, parts)
     }
 }

@@ -7,9 +7,9 @@ mod exact;
 pub use engine::{run, ExactTotals, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
-use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
+use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
 use crate::filter_file::{self, Loaded};
-use crate::filters::CliFilter;
+use crate::filters::{self, CliFilter};
 use crate::human::{self, HumanBytes, HumanCount};
 use crate::input::{InputArgs, Inputs};
 use crate::{output, parse, progress, Outcome};
@@ -31,17 +31,18 @@ A false positive (about 1 in 8,000 new keys at full load with 16-bit tags)
 drops a new record; the summary estimates how many, and --exact drops none.
 A record is bytes (with CRLF line ends the CR is part of it and its key);
 records without field K pass through. The filter is sized from --expected
-or the input files, plus 10M for stdin; when full it grows, then a new
-filter is chained to it: a run never stops halfway. The rules of --state
-and -o are in cli/README.md.
+or the input files, plus 10M for stdin; when full it doubles while --fpr
+allows, then adds levels of longer tags; only if --fpr leaves it no room is a
+filter chained to it: a run never stops halfway. The rules of --state and -o
+are in cli/README.md.
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
 a --state that cannot meet --fpr, out of memory), reported before any
 output is written unless writing itself fails.";
 
 const FPR_HELP: &str = "Bound on the false-positive rate (new records taken for \
-duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit tags; chained \
-filters share it [default: 16-bit tags, bound 1e-2]";
+duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit tags; the \
+filter's growth keeps it [default: 16-bit tags, bound 1e-2]";
 
 const SEED_HELP: &str = "Hash seed, so that a run (and the records its false \
 positives drop) can be reproduced: same seed, input and options, same output, on \
@@ -64,7 +65,7 @@ pub struct Args {
     pub output: Option<PathBuf>,
     /// Loads the filter from FILE if it exists and saves it there at the
     /// end (atomically), so that dedup continues across runs; a state
-    /// that would pass --fpr, or has another --seed, is refused.
+    /// whose bound passes --fpr, or has another --seed, is refused.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
     /// Loses nothing: every record the filter takes for a duplicate is
@@ -88,19 +89,16 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let mut inputs = Inputs::open(args.input.paths())?;
     let fpr = args.size.fpr;
     let bits = args.size.fingerprint_bits()?;
-    let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
-    let expected = args.size.expected(&inputs)?;
     let filter = match &args.state {
-        Some(path) if path.exists() => {
-            let chain = load_state(path, budget)?;
-            prepare_state(&chain, &args, expected, path)?;
-            chain
-        }
+        Some(path) if path.exists() => load_state(path, &args)?,
         state => {
             if let Some(path) = state {
                 output::check(path)?; // fail now, not after the whole input
             }
-            FilterChain::new(expected, bits, args.run.seed, budget)?
+            let expected = args.size.expected(&inputs)?;
+            let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
+            let first = filters::cuckoo(expected, bits, args.run.seed, Some(budget))?;
+            Chain::new(vec![first], budget)
         }
     };
 
@@ -130,7 +128,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         threads,
         key: args.input.key(false),
         chunk_bytes,
-        exact: args.exact.then(|| filter.seed()),
+        exact: args.exact.then(|| filter.filters()[0].seed()),
     };
     if args.run.quiet {
         progress::hide();
@@ -159,64 +157,44 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let secs = start.elapsed().as_secs_f64();
     if let Some(path) = &args.state {
-        filter
-            .with_filters(|f| filter_file::save(path, f))
+        filter_file::save(path, &filter.filters())
             .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
     if !args.run.quiet {
-        summary(&filter, &totals, exact, secs, threads, fpr_before, budget);
+        summary(&filter, &totals, exact, secs, threads, fpr_before);
     }
     Ok(Outcome::Success)
 }
 
-/// Loads a `--state` file: one cuckoo filter, or a chain of them, which
-/// may not grow (see [`prepare_state`]).
-fn load_state(path: &Path, budget: f64) -> anyhow::Result<FilterChain> {
+/// Loads a `--state` file (one cuckoo filter, or a chain of them that an
+/// earlier version saved) and applies its rules before anything is
+/// written: its seed is its own, and the false-positive bound it was saved
+/// with (which its growth keeps) may not pass `--fpr`.
+fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
+    let name = path.display();
     let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => vec![f],
         Loaded::Chain(filters) => filters,
         Loaded::Bloom(_) => anyhow::bail!(
-            "cannot load {}: it holds a bloom filter; a --state is a cuckoo filter",
-            path.display()
+            "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"
         ),
     };
-    Ok(FilterChain::from_filters(filters, budget))
-}
-
-/// The rules of a loaded `--state`, applied before anything is written:
-/// its seed is its own; it must have room for this run's `expected`
-/// records without growing (growth would raise its false-positive rate
-/// above a fresh filter's), else a new filter is chained to it; and its
-/// rate with this run's must stay within `--fpr` if one is given.
-fn prepare_state(
-    chain: &FilterChain,
-    args: &Args,
-    expected: u64,
-    path: &Path,
-) -> anyhow::Result<()> {
-    let name = path.display();
-    if let Some(seed) = args.run.seed.filter(|&s| s != chain.seed()) {
+    let mut chain = Chain::new(filters, DEFAULT_FPR_BUDGET);
+    // Filters chained to it share --fpr, or else the bound it was saved with.
+    chain.set_budget(args.size.fpr.unwrap_or(chain.bound()));
+    let seed = chain.filters()[0].seed();
+    if let Some(asked) = args.run.seed.filter(|&s| s != seed) {
         anyhow::bail!(
-            "--seed {seed} differs from the seed of --state {name} ({}): drop --seed, a state keeps its own",
-            chain.seed()
+            "--seed {asked} differs from the seed of --state {name} ({seed}): drop --seed, a state keeps its own"
         );
     }
-    if chain.room() < expected {
-        chain.chain_new(expected)?;
+    if let Some(fpr) = args.size.fpr.filter(|&fpr| chain.bound() > fpr) {
+        anyhow::bail!(
+            "--state {name} may reach a false-positive rate of {:.1e} (the bound it was saved with), above --fpr {fpr:e}: start a new state file, or raise --fpr",
+            chain.bound()
+        );
     }
-    if let Some(fpr) = args.size.fpr {
-        // Every filter but the newest is closed at its rate of now; the
-        // newest may fill up at its present size (it may not grow).
-        let projected = chain.closed_rate() + chain.newest_full_rate();
-        if projected > fpr {
-            anyhow::bail!(
-                "--state {name} ({} filter(s) of {}-bit tags) would reach a false-positive rate of {projected:.1e} in this run, above --fpr {fpr:e}: start a new state file, or raise --fpr",
-                chain.stages(),
-                chain.fingerprint_bits()
-            );
-        }
-    }
-    Ok(())
+    Ok(chain)
 }
 
 /// A reader of our output went away (`koel dedup ... | head`): not an
@@ -230,13 +208,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// The summary on stderr.
 fn summary(
-    filter: &FilterChain,
+    filter: &Chain,
     t: &Totals,
     exact: Option<ExactTotals>,
     secs: f64,
     threads: usize,
     fpr_before: f64,
-    budget: f64,
 ) {
     let snap = filter.snapshot();
     let dropped = t.records_in - t.records_out;
@@ -277,9 +254,10 @@ fn summary(
             snap.false_positive_rate
         );
     }
+    let budget = filter.budget();
     if snap.false_positive_rate > budget {
         s += &format!(
-            "  warning: the false-positive rate passed its bound {budget:.1e}: far more distinct records than --expected; rerun with a larger --expected{}\n",
+            "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
             if exact.is_some() { " (--exact lost nothing)" } else { "" }
         );
     }

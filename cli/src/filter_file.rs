@@ -1,14 +1,16 @@
 //! Filter files as koel writes them, read by every command that takes one
 //! (`info`, `verify`, `query`, `dedup --state`): one filter in the
-//! library's format, or a chain of cuckoo filters, which `dedup --state`
-//! saves once a state had no room for a run (framing in docs/format.md,
-//! "Filter chains"; this module is its only reader and writer).
+//! library's format, or a chain of cuckoo filters, which earlier versions
+//! of `dedup --state` saved once a state had no room for a run, and which
+//! `dedup --state` saves back when it continues one (framing in
+//! docs/format.md, "Filter chains"; this module is its only reader and
+//! writer).
 //!
 //! A chain's count is checked against the file's length before anything
 //! is allocated for it; every filter hashes alike (same seed, same tag
 //! width), so one key has one hash in all of them.
 
-use crate::chain::{FilterChain, DEFAULT_FPR_BUDGET};
+use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
 use crate::filters::CliFilter;
 use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
 use std::fs::File;
@@ -22,8 +24,8 @@ const CHAIN_HEADER_LEN: u64 = 12;
 /// The least one filter of a chain takes: its 80-byte header and 16-byte
 /// trailer (docs/format.md).
 const MIN_FILTER_BYTES: u64 = 96;
-/// More filters than this is a damaged file: each filter of a chain is
-/// sized for at least twice what the others hold.
+/// More filters than this is a damaged file: koel sized each filter of a
+/// chain for at least twice what the others held.
 const MAX_CHAIN_FILTERS: u32 = 64;
 
 /// Why a filter file cannot be described or used.
@@ -137,7 +139,8 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
         Loaded::Cuckoo(f) => Box::new(f),
         Loaded::Bloom(f) => Box::new(f),
-        Loaded::Chain(filters) => Box::new(FilterChain::from_filters(filters, DEFAULT_FPR_BUDGET)),
+        // Read only: the budget of filters it would chain does not matter.
+        Loaded::Chain(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
     })
 }
 
@@ -448,14 +451,13 @@ mod tests {
         use koel::Filter;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.koel");
-        let chain = FilterChain::new(1000, 16, Some(9), 1e-2).unwrap();
-        chain.chain_new(5000).unwrap();
+        let chain = Chain::new(vec![filter(9, 0..0), filter(9, 0..0)], DEFAULT_FPR_BUDGET);
         for i in 0..3000u32 {
             chain
                 .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
                 .unwrap();
         }
-        chain.with_filters(|f| save(&path, f)).unwrap();
+        save(&path, &chain.filters()).unwrap();
         let back = open(&path).unwrap();
         assert_eq!(back.describe(), chain.describe());
         assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));

@@ -127,6 +127,26 @@ impl CliFilter for CuckooFilter {
             self.tags_per_bucket()
         )
     }
+
+    /// By tag: two keys can only collide if their tags are equal, so every
+    /// key a false positive could match has the same owner, whose inserts
+    /// come in input order. Doubling does not change which keys collide
+    /// (the region bits are tag bits), so a seeded run drops the same
+    /// records on any number of threads, unless the filter had to add a
+    /// level (which keys land there depends on timing).
+    #[inline]
+    fn owner(&self, hash: u64, parts: usize) -> usize {
+        let bits = self.fingerprint_bits();
+        ((tag_of(hash, bits) * parts as u64) >> bits) as usize
+    }
+}
+
+/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
+/// `1..=2^w - 2`); a test checks it against the filter's own.
+#[inline]
+fn tag_of(hash: u64, bits: u32) -> u64 {
+    let top = hash >> (64 - bits);
+    1 + ((top * ((1u64 << bits) - 2)) >> bits)
 }
 
 impl CliFilter for BloomFilter {
@@ -233,25 +253,16 @@ pub enum KindArg {
     LossyTestDouble,
 }
 
-/// The load a cuckoo layout reaches before it must grow.
-pub fn full_load(fingerprint_bits: u32) -> f64 {
-    if fingerprint_bits == 12 {
-        0.96
-    } else {
-        0.95
-    }
-}
-
-/// A new cuckoo filter's false-positive rate at [`full_load`]: what a
-/// layout reaches without growing.
+/// A new cuckoo filter's false-positive rate at the load where it must
+/// grow (95%, 96% with 12-bit tags): what a layout reaches without growing.
 pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
-    // Tag values (0 and all-ones are reserved) and tags per bucket.
-    let (values, lanes) = if fingerprint_bits == 12 {
-        (4094.0f64, 5.0)
+    // Tag values (0 and all-ones are reserved), tags per bucket, load.
+    let (values, lanes, load) = if fingerprint_bits == 12 {
+        (4094.0f64, 5.0, 0.96)
     } else {
-        (65534.0f64, 4.0)
+        (65534.0f64, 4.0, 0.95)
     };
-    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * full_load(fingerprint_bits))
+    1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
 
 /// `capacity` as the builders take it, or why a filter that large cannot be.
@@ -326,5 +337,16 @@ mod tests {
             .count();
         assert!(found < 1000, "the double must lose some inserts");
         assert!(found >= 890, "and keep the others: found {found}");
+    }
+
+    #[test]
+    fn owners_follow_the_filters_own_tags() {
+        for bits in [16, 12] {
+            let f = cuckoo(10_000, bits, Some(5), None).unwrap();
+            for h in (0..100_000).map(crate::keys::mix64) {
+                assert_eq!(tag_of(h, bits), f.placement(h).0, "bits {bits}, hash {h:x}");
+                assert!(f.owner(h, 7) < 7);
+            }
+        }
     }
 }

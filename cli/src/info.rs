@@ -11,10 +11,10 @@ const EXAMPLES: &str = "\
 Examples:
   koel info users.koel
 
-A chain of filters (saved by `koel dedup --state`) shows each filter and
-their summed false-positive rate. Exit status: 0 for an intact file; 1 if
-the file was read and is not an intact koel filter; 2 if it cannot be read
-at all (missing, no permission, a directory).";
+A chain of filters (saved by an earlier `koel dedup --state`) shows each
+filter and their summed false-positive rate. Exit status: 0 for an intact
+file; 1 if the file was read and is not an intact koel filter; 2 if it
+cannot be read at all (missing, no permission, a directory).";
 
 /// Options of `koel info`.
 #[derive(clap::Args, Debug)]
@@ -49,7 +49,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         None => show(&inspected.filters[0], filters.first().copied(), ""),
         Some(n) => {
             println!(
-                "chain        {n} cuckoo filter{} (koel dedup --state): a key is maybe present if any of them says so",
+                "chain        {n} cuckoo filter{} (an earlier koel dedup --state): a key is maybe present if any of them says so",
                 if n == 1 { "" } else { "s" }
             );
             for (k, info) in inspected.filters.iter().enumerate() {

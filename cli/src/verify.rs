@@ -11,10 +11,10 @@ Examples:
 
 Checks the header, the checksum, the item count against the payload, every
 bucket, and that this build hashes keys as the saving build did; a chain
-of filters (saved by `koel dedup --state`) filter by filter and its
-framing. Exit status: 0 if the file is intact; 1 if it was read and is not
-an intact koel filter (one line on stderr says how); 2 if it cannot be
-read at all (missing, no permission, a directory).";
+of filters (saved by an earlier `koel dedup --state`) filter by filter and
+its framing. Exit status: 0 if the file is intact; 1 if it was read and is
+not an intact koel filter (one line on stderr says how); 2 if it cannot
+be read at all (missing, no permission, a directory).";
 
 /// Options of `koel verify`.
 #[derive(clap::Args, Debug)]

@@ -1,7 +1,8 @@
-//! Chain files (what `koel dedup --state` saves when a state filter had no
-//! room for a run) read by `info`, `verify` and `query` like plain filter
-//! files; a damaged or hostile chain is one line and exit status 1 (`info`,
-//! `verify`) or 2 (`query`, `dedup`), never a panic.
+//! Chain files (what earlier versions of `koel dedup --state` saved when a
+//! state filter had no room for a run) read by `info`, `verify` and `query`
+//! like plain filter files, and continued by `dedup --state`; a damaged or
+//! hostile chain is one line and exit status 1 (`info`, `verify`) or 2
+//! (`query`, `dedup`), never a panic.
 
 mod common;
 
@@ -15,25 +16,26 @@ fn keys(tag: &str, n: u32) -> String {
     (0..n).map(|i| format!("{tag}-{i}\n")).collect()
 }
 
-/// A state of two chained filters: a tiny first run, then one far larger
-/// than its room (the state may not grow, so a filter is chained).
+/// A chain of two filters that hash alike: `SMALL` keys `a-i`, then `BIG`
+/// keys `b-i`, each built by `koel build` and framed as koel framed them.
 fn chain_state(dir: &Path) -> PathBuf {
+    let parts: Vec<PathBuf> = [("a", SMALL), ("b", BIG)]
+        .iter()
+        .map(|&(tag, n)| {
+            let input = dir.join(format!("{tag}.txt"));
+            std::fs::write(&input, keys(tag, n)).unwrap();
+            let part = dir.join(format!("{tag}.koel"));
+            koel()
+                .args(["build", "--seed", "11", "--output"])
+                .arg(&part)
+                .arg(&input)
+                .assert()
+                .success();
+            part
+        })
+        .collect();
     let state = dir.join("seen.koel");
-    for (tag, n) in [("a", SMALL), ("b", BIG)] {
-        let input = dir.join(format!("{tag}.txt"));
-        std::fs::write(&input, keys(tag, n)).unwrap();
-        koel()
-            .args(["dedup", "--seed", "11", "--threads", "2", "-o"])
-            .arg(dir.join("out.txt"))
-            .arg("--state")
-            .arg(&state)
-            .arg(&input)
-            .assert()
-            .success();
-    }
-    let bytes = std::fs::read(&state).unwrap();
-    assert_eq!(&bytes[..8], b"KOELCHN1", "the second run chained a filter");
-    assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 2);
+    std::fs::write(&state, frame(&[&parts[0], &parts[1]])).unwrap();
     state
 }
 
@@ -229,4 +231,66 @@ fn a_chain_of_filters_that_hash_differently_is_refused() {
     assert_refused(d, "seeds.koel", &frame(&[&seed1, &seed2]), "seed");
     assert_refused(d, "widths.koel", &frame(&[&seed1, &narrow]), "tag");
     assert_refused(d, "bloom.koel", &frame(&[&seed1, &bloom]), "bloom");
+}
+
+/// A chain as koel saved it before dedup kept one filter: two runs of
+/// `koel dedup --seed 11 -j 2 --state`, of `old-a-0..99` then of
+/// `old-b-0..1999` (the second had no room in the first filter).
+const OLD_CHAIN: &[u8] = include_bytes!("data/old-chain.koel");
+
+fn old_keys() -> String {
+    keys("old-a", 100) + &keys("old-b", 2_000)
+}
+
+#[test]
+fn dedup_continues_an_old_chain_without_losing_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.koel");
+    std::fs::write(&state, OLD_CHAIN).unwrap();
+    let input = dir.path().join("in.txt");
+    // Far more new keys than the newest filter was sized for: it grows,
+    // by doublings and then levels, under the bound it was saved with.
+    let new_keys = 100_000;
+    std::fs::write(&input, old_keys() + &keys("new", new_keys)).unwrap();
+    let out = koel()
+        .args(["dedup", "--threads", "2", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().all(|l| l.starts_with("new-")),
+        "a key of the old chain was reported new: {stderr}"
+    );
+    assert!(
+        text.lines().count() as f64 >= f64::from(new_keys) * 0.99,
+        "{stderr}"
+    );
+    // Saved back as a chain of as many filters, the newest grown.
+    let bytes = std::fs::read(&state).unwrap();
+    assert_eq!(&bytes[..12], &OLD_CHAIN[..12], "not a chain of 2 filters");
+    let info = koel().arg("info").arg(&state).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("levels "), "{info}");
+    koel().arg("verify").arg(&state).assert().code(0);
+    // Nothing of either run is forgotten, by dedup or by query.
+    koel()
+        .args(["dedup", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .assert()
+        .success()
+        .stdout("");
+    for key in ["old-a-0", "old-b-1999", "new-99999"] {
+        koel()
+            .arg("query")
+            .arg(&state)
+            .arg(key)
+            .assert()
+            .code(0)
+            .stdout(format!("maybe\t{key}\n"));
+    }
 }

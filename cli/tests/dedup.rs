@@ -454,50 +454,105 @@ fn a_too_small_expected_grows_past_its_tag_bits_instead_of_stopping_halfway() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // 300x the expected count: past what one table's tag bits allow, so the
-    // filter added a level (a chain would say "chained filters").
+    // filter added a level.
     assert!(stderr.contains("levels"), "{stderr}");
     let want = reference(&lines, |l| l);
     let got = String::from_utf8(out.stdout).unwrap();
     assert_reference_order(&got, &want, (estimated_fp(&stderr) * 4.0) as usize + 8);
 }
 
+/// `n` lines `tag-i`.
+fn numbered(tag: &str, n: u64) -> String {
+    (0..n).map(|i| format!("{tag}-{i}\n")).collect()
+}
+
 #[test]
-fn a_state_from_a_small_batch_is_chained_not_grown_on_a_big_run() {
+fn a_state_that_outgrew_its_expected_is_one_filter_file_that_forgets_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("seen.koel");
-    let small = dir.path().join("small.txt");
-    let big = dir.path().join("big.txt");
-    std::fs::write(&small, distinct_with_repeats("a", 2_000).join("\n") + "\n").unwrap();
-    let big_lines = distinct_with_repeats("b", 150_000);
-    std::fs::write(&big, big_lines.join("\n") + "\n").unwrap();
-    koel()
-        .args(["dedup", "--threads", "2", "--state"])
-        .arg(&state)
-        .arg(&small)
-        .assert()
-        .success();
-    let out = koel()
-        .args(["dedup", "--threads", "2", "--state"])
-        .arg(&state)
-        .arg(&big)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let want = reference(&big_lines, |l| l);
-    let lost = lost(&String::from_utf8(out.stdout).unwrap(), &want);
-    // The state's filter (rate <= 1.2e-4, it may not grow) plus a new one
-    // sized for this run (<= 1.2e-4): at most 2.3e-4 of the 150K new
-    // records, 35. Grown 64x instead, the state's filter dropped ~2e-3 of
-    // them (326 here).
-    assert!(lost <= 40, "{lost} records lost: {stderr}");
-    assert!(stderr.contains("2 chained filters"), "{stderr}");
-    // The state (now a chain of filters) remembers both runs.
+    let (first, second) = (dir.path().join("first.txt"), dir.path().join("second.txt"));
+    std::fs::write(&first, numbered("first", 200_000)).unwrap();
+    // The first run's keys again, then as many new ones.
+    let new_keys = 100_000u64;
+    std::fs::write(
+        &second,
+        numbered("first", 200_000) + &numbered("new", new_keys),
+    )
+    .unwrap();
+    let run = |input: &std::path::Path, expected: &str| {
+        let out = koel()
+            .args(["dedup", "--threads", "2", "--expected", expected, "--state"])
+            .arg(&state)
+            .arg(input)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let magic = std::fs::read(&state).unwrap()[..8].to_vec();
+        assert_ne!(&magic, b"KOELCHN1", "the state became a chain: {stderr}");
+        (String::from_utf8(out.stdout).unwrap(), stderr)
+    };
+    // 200 times its --expected: the filter doubles while its rate allows,
+    // then adds levels.
+    let (out, stderr) = run(&first, "1000");
+    assert!(stderr.contains("levels"), "{stderr}");
+    assert!(out.lines().count() >= 198_000, "{stderr}");
+    // A library file: it loads as one filter, with its levels.
+    let info = koel().arg("info").arg(&state).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains("levels ") && !info.contains("chain"),
+        "{info}"
+    );
+
+    let (out, stderr) = run(&second, "300000");
+    assert!(
+        out.lines().all(|l| l.starts_with("new-")),
+        "a key of the first run was reported new: {stderr}"
+    );
+    let lost = new_keys - out.lines().count() as u64;
+    // The false-positive bound the state was made with (the default).
+    assert!(
+        (lost as f64) / (new_keys as f64) < 1e-2,
+        "{lost} of {new_keys} new keys taken for duplicates: {stderr}"
+    );
+    // And the state remembers both runs.
     koel()
         .args(["dedup", "--state"])
         .arg(&state)
-        .arg(&small)
-        .arg(&big)
+        .arg(&second)
+        .assert()
+        .success()
+        .stdout("");
+}
+
+#[test]
+fn a_bound_at_its_floor_chains_filters_and_never_stops_halfway() {
+    // 16-bit tags full at 1.16e-4: 1.2e-4 allows no doubling and leaves
+    // no level the rate of its 21-bit tags, so the run chains filters
+    // (past the bound, which the summary says) instead of stopping.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, numbered("k", 20_000)).unwrap();
+    let state = dir.path().join("seen.koel");
+    let out = koel()
+        .args(["dedup", "--fpr", "1.2e-4", "--expected", "1000", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("passed its bound"), "{stderr}");
+    let kept = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert!(kept > 19_900, "{kept} of 20,000 distinct records kept");
+    let bytes = std::fs::read(&state).unwrap();
+    assert_eq!(&bytes[..8], b"KOELCHN1", "the state is a chain");
+    // No key the chain took is new to it in a second run.
+    koel()
+        .args(["dedup", "--state"])
+        .arg(&state)
+        .arg(&input)
         .assert()
         .success()
         .stdout("");
@@ -616,7 +671,7 @@ fn exact_output_is_the_exact_first_occurrence_dedup_byte_for_byte() {
 fn a_seeded_lossy_run_is_reproducible_on_any_number_of_threads() {
     let lines = generate(100_000);
     let text = lines.join("\n") + "\n";
-    // Sized about right: one filter (chaining depends on timing).
+    // Sized about right: no levels (which keys land in one depends on timing).
     let (first, _) = lossy_run("60k", &["--threads", "1"], &text);
     let want = reference(&lines, |l| l);
     assert!(

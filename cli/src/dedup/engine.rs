@@ -488,7 +488,7 @@ fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
 
 fn full_error<F: CliFilter + ?Sized>(e: InsertError, filter: &F) -> anyhow::Error {
     anyhow!(
-        "{e}: the filter holds {} records; rerun with a larger --expected",
+        "{e}: the filter holds {} records; rerun with a larger --expected or --fpr (a --state keeps the bound it was made with)",
         filter.len()
     )
 }
