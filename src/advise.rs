@@ -10,7 +10,7 @@
 //!   the false-positive cost of each doubling.
 
 use crate::bloom::{self, BloomFilter};
-use crate::cuckoo::{table_memory, LayoutKind};
+use crate::cuckoo::{levels, table_memory, LayoutKind};
 use crate::error::{AdviseError, BuildError};
 use crate::filter::{Filter, FilterKind};
 use crate::{CuckooFilter, Growth};
@@ -506,19 +506,21 @@ fn growing_cuckoo(req: &Requirements, factor: f64) -> Result<Recommendation, Adv
     let p = req.false_positive_rate;
     let needed = doublings_for(factor);
     // The filter doubles its first table while the rate at its sizing
-    // load stays within the cap (then adds levels within what is left);
-    // the plan starts large enough to need no level. The cap is the
-    // requested rate.
+    // load stays within the cap and leaves levels room (then adds levels
+    // within what is left); the plan starts large enough to need no
+    // level. The cap is the requested rate.
     let cap = p;
     let items_after = req.items as f64 * factor;
     let mut options = Vec::new();
     for layout in LAYOUTS {
-        let at = |d: u32| layout.false_positive_rate_at(d, layout.sizing_load());
+        let at = |d: u32| layout.bound_at(d);
         if at(0) > cap {
             continue;
         }
         let mut allowed = 0;
-        while allowed < layout.max_generation() && at(allowed + 1) <= cap {
+        while allowed < layout.max_generation()
+            && levels::first_level_may_reach(at(allowed + 1), cap)
+        {
             allowed += 1;
         }
         // Start larger when the rate allows fewer doublings than needed.

@@ -55,6 +55,65 @@ fn a_filter_for_1000_keys_takes_10000_times_as_many() {
 /// Writers fill a filter far past its first table's tag bits while readers
 /// look up every key whose insert has returned: none is ever missed, also
 /// while a level is published.
+/// A cap just above the first table's last doubling still leaves its
+/// levels room: capped at 5e-4 (where 16-bit tags would double twice, to a
+/// bound of 4.64e-4, and leave the levels 3.6e-5), a filter for 100 keys
+/// takes 10,000 times as many, within the cap, losing none.
+#[test]
+fn a_tight_cap_still_grows_ten_thousand_fold() {
+    let cap = 5e-4;
+    let f = CuckooFilter::builder()
+        .capacity(100)
+        .max_false_positive_rate(cap)
+        .seed(23)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(5).take(1_000_000).collect();
+    for (i, k) in keys.iter().enumerate() {
+        f.insert(k)
+            .unwrap_or_else(|e| panic!("refused at {i} keys: {e}"));
+    }
+    assert_eq!(f.len(), keys.len());
+    assert!(keys.iter().all(|k| f.contains(k)), "a key was lost");
+    assert!(f.false_positive_rate() <= cap);
+    let rate = measured_fpr(&f, &absent(400_000));
+    assert!(rate <= cap, "measured FPR {rate} above the cap {cap}");
+}
+
+/// When the levels have spent the cap, the refusal names the user's cap
+/// and the rate one more level would bring the filter to, not a level's
+/// own share of the budget; and it loses nothing.
+#[test]
+fn a_spent_cap_refuses_naming_the_users_cap() {
+    let cap = 1.5e-4;
+    let f = CuckooFilter::builder()
+        .capacity(100)
+        .max_false_positive_rate(cap)
+        .seed(29)
+        .build()
+        .unwrap();
+    let mut taken = Vec::new();
+    let refusal = Keys(7)
+        .take(10_000_000)
+        .find_map(|k| match f.insert(&k) {
+            Ok(()) => {
+                taken.push(k);
+                None
+            }
+            Err(e) => Some(e),
+        })
+        .expect("a cap this tight is spent before 100,000x");
+    match refusal {
+        InsertError::FalsePositiveRateLimit { max, next } => {
+            assert_eq!(max, cap, "{refusal}");
+            assert!(next > cap, "{refusal}");
+        }
+        other => panic!("refused with {other}"),
+    }
+    assert!(f.levels_count() > 1);
+    assert!(taken.iter().all(|k| f.contains(k)), "a key was lost");
+}
+
 #[test]
 fn readers_never_miss_an_acknowledged_key_across_level_publication() {
     let f = CuckooFilter::builder()

@@ -94,6 +94,24 @@ impl Route {
 /// The layout of every upper level.
 pub(crate) const UPPER_LAYOUT: LayoutKind = LayoutKind::Tags21x3;
 
+/// Doublings a first upper level must have room for when the first level
+/// stops doubling. The first level may spend almost the whole cap, and one
+/// that stopped just under it would leave its levels a budget too small to
+/// grow on: a 16-bit filter capped at 5e-4 doubled to a bound of 4.64e-4
+/// and left its levels 3.6e-5, which took it to about 760x its first size;
+/// stopping one doubling earlier leaves 2.7e-4, room past 10,000x. At the
+/// default cap (and for every cap that leaves this much) nothing changes.
+const UPPER_ROOM_DOUBLINGS: i32 = 5;
+
+/// Whether a first level of a filter whose cap is `cap` may double to a
+/// bound of `next`: within the cap, and leaving a level above room for
+/// [`UPPER_ROOM_DOUBLINGS`] doublings (`build_upper` gives it half of
+/// what is left). `advise` plans with the same rule.
+pub(crate) fn first_level_may_reach(next: f64, cap: f64) -> bool {
+    let first = UPPER_LAYOUT.bound_at(0);
+    next <= cap && cap - next >= 2.0 * first * 2f64.powi(UPPER_ROOM_DOUBLINGS)
+}
+
 /// A filter's link to the level above it, and the false-positive budget of
 /// this level and all above it.
 pub(crate) struct Upper {
@@ -417,8 +435,7 @@ impl CuckooFilter {
     /// its current (last) generation.
     fn bound(&self) -> f64 {
         let generation = self.table().geometry().generation();
-        self.layout
-            .false_positive_rate_at(generation, self.layout.sizing_load())
+        self.layout.bound_at(generation)
     }
 
     /// A new, empty level above this one: sized for this level's items,
@@ -428,11 +445,14 @@ impl CuckooFilter {
         let left = self.upper.budget - self.bound();
         let layout = UPPER_LAYOUT;
         let own = left / 2.0;
-        let first = layout.false_positive_rate_at(0, layout.sizing_load());
+        let first = layout.bound_at(0);
         if first > own || own.is_nan() {
+            // What growing on would take: the levels so far, and a new
+            // level's first rate with as much again kept for the levels
+            // above it (its own share is half of what it is given).
             return Err(InsertError::FalsePositiveRateLimit {
                 max: self.upper.cap,
-                next: spent_below + self.bound() + first,
+                next: spent_below + self.bound() + 2.0 * first,
             });
         }
         let table = self.table();
@@ -506,11 +526,15 @@ impl CuckooFilter {
             match self.upper_or_publish() {
                 Ok(Some(level)) => break level,
                 Ok(None) => continue,
-                // Say why this level could not go on, if the level above
-                // could not be made for a reason of its own.
+                // Say why the filter cannot go on: the level above could
+                // not be made for want of memory, or of budget under the
+                // user's cap (which its error names, where this level's
+                // refusal names the level's own share of it).
                 Err(e) => {
                     return Err(match e {
-                        InsertError::AllocationFailed { .. } | InsertError::MemoryLimit { .. } => e,
+                        InsertError::AllocationFailed { .. }
+                        | InsertError::MemoryLimit { .. }
+                        | InsertError::FalsePositiveRateLimit { .. } => e,
                         _ => refusal,
                     })
                 }
