@@ -17,6 +17,16 @@ fn absent(n: usize) -> Vec<u64> {
         .collect()
 }
 
+/// A default (growing) filter for `capacity` keys under `cap`.
+fn capped(capacity: usize, cap: f64, seed: u64) -> CuckooFilter {
+    CuckooFilter::builder()
+        .capacity(capacity)
+        .max_false_positive_rate(cap)
+        .seed(seed)
+        .build()
+        .unwrap()
+}
+
 fn measured_fpr(f: &CuckooFilter, absent: &[u64]) -> f64 {
     absent.iter().filter(|k| f.contains(*k)).count() as f64 / absent.len() as f64
 }
@@ -62,12 +72,7 @@ fn a_filter_for_1000_keys_takes_10000_times_as_many() {
 #[test]
 fn a_tight_cap_still_grows_ten_thousand_fold() {
     let cap = 5e-4;
-    let f = CuckooFilter::builder()
-        .capacity(100)
-        .max_false_positive_rate(cap)
-        .seed(23)
-        .build()
-        .unwrap();
+    let f = capped(100, cap, 23);
     let keys: Vec<u64> = Keys(5).take(1_000_000).collect();
     for (i, k) in keys.iter().enumerate() {
         f.insert(k)
@@ -87,12 +92,7 @@ fn a_tight_cap_still_grows_ten_thousand_fold() {
 #[test]
 fn a_spent_cap_refuses_naming_the_users_cap() {
     let cap = 1.5e-4;
-    let f = CuckooFilter::builder()
-        .capacity(100)
-        .max_false_positive_rate(cap)
-        .seed(29)
-        .build()
-        .unwrap();
+    let f = capped(100, cap, 29);
     let mut taken = Vec::new();
     let refusal = Keys(7)
         .take(10_000_000)

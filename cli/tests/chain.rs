@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{assert_check_fails, assert_one_line_error, koel, query_maybes};
+use common::{
+    assert_check_fails, assert_one_line_error, assert_query_maybe, assert_state_holds_all, koel,
+    query_maybes,
+};
 use std::path::{Path, PathBuf};
 
 const SMALL: u32 = 2_000;
@@ -124,15 +127,7 @@ fn query_finds_the_keys_of_every_filter_of_a_chain() {
         text.lines().all(|l| l.starts_with("maybe\t")),
         "a key of the chain was reported absent"
     );
-    for key in ["a-0", "b-29999"] {
-        koel()
-            .arg("query")
-            .arg(&state)
-            .arg(key)
-            .assert()
-            .code(0)
-            .stdout(format!("maybe\t{key}\n"));
-    }
+    assert_query_maybe(&state, &["a-0", "b-29999"]);
     let maybes = query_maybes(&state, 20_000);
     assert!(
         maybes < 30,
@@ -277,20 +272,6 @@ fn dedup_continues_an_old_chain_without_losing_a_key() {
     assert!(info.contains("levels "), "{info}");
     koel().arg("verify").arg(&state).assert().code(0);
     // Nothing of either run is forgotten, by dedup or by query.
-    koel()
-        .args(["dedup", "--state"])
-        .arg(&state)
-        .arg(&input)
-        .assert()
-        .success()
-        .stdout("");
-    for key in ["old-a-0", "old-b-1999", "new-99999"] {
-        koel()
-            .arg("query")
-            .arg(&state)
-            .arg(key)
-            .assert()
-            .code(0)
-            .stdout(format!("maybe\t{key}\n"));
-    }
+    assert_state_holds_all(&state, &input);
+    assert_query_maybe(&state, &["old-a-0", "old-b-1999", "new-99999"]);
 }

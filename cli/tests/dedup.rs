@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, koel};
+use common::{assert_one_line_error, assert_state_holds_all, koel};
 use koel::{Filter, FilterKind, InsertError};
 use koel_cli::dedup::{self, Options};
 use koel_cli::filters::CliFilter;
@@ -517,13 +517,7 @@ fn a_state_that_outgrew_its_expected_is_one_filter_file_that_forgets_nothing() {
         "{lost} of {new_keys} new keys taken for duplicates: {stderr}"
     );
     // And the state remembers both runs.
-    koel()
-        .args(["dedup", "--state"])
-        .arg(&state)
-        .arg(&second)
-        .assert()
-        .success()
-        .stdout("");
+    assert_state_holds_all(&state, &second);
 }
 
 #[test]
@@ -549,13 +543,7 @@ fn a_bound_at_its_floor_chains_filters_and_never_stops_halfway() {
     let bytes = std::fs::read(&state).unwrap();
     assert_eq!(&bytes[..8], b"KOELCHN1", "the state is a chain");
     // No key the chain took is new to it in a second run.
-    koel()
-        .args(["dedup", "--state"])
-        .arg(&state)
-        .arg(&input)
-        .assert()
-        .success()
-        .stdout("");
+    assert_state_holds_all(&state, &input);
 }
 
 #[test]

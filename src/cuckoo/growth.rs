@@ -1,7 +1,7 @@
 //! Online doubling, seen from the filter: when to grow, the policy's
 //! limits, helping a migration along, and installing the successor.
 
-use super::{levels, with_layout, CuckooFilter, LayoutKind};
+use super::{with_layout, CuckooFilter, LayoutKind};
 use crate::error::InsertError;
 use crate::raw::geometry::{self, Geometry, Located};
 use crate::raw::migrate::Helped;
@@ -198,15 +198,7 @@ impl CuckooFilter {
         let buckets = next_geo.buckets() as usize;
         let next = self.layout.bound_at(generation);
         let max = self.policy.max_false_positive_rate;
-        // A first level stops early enough to leave the levels room (see
-        // `levels::first_level_may_reach`); an upper level's own bound is
-        // already half of what it has.
-        let may = if self.layout == levels::UPPER_LAYOUT {
-            next <= max
-        } else {
-            levels::first_level_may_reach(next, max)
-        };
-        if !may {
+        if !self.may_double_to(next) {
             return refused(InsertError::FalsePositiveRateLimit { max, next });
         }
         let needed = t.bytes().saturating_add(Table::bytes_for(buckets));

@@ -431,6 +431,19 @@ impl CuckooFilter {
         }
     }
 
+    /// Whether this level may double to a bound of `next`: within its own
+    /// `max_false_positive_rate`, and for a first level also leaving the
+    /// levels above room ([`first_level_may_reach`]); an upper level's own
+    /// bound is already half of what it was given.
+    pub(crate) fn may_double_to(&self, next: f64) -> bool {
+        let max = self.policy.max_false_positive_rate;
+        if self.layout == UPPER_LAYOUT {
+            next <= max
+        } else {
+            first_level_may_reach(next, max)
+        }
+    }
+
     /// The bound this level's false-positive rate reaches at full load in
     /// its current (last) generation.
     fn bound(&self) -> f64 {

@@ -78,3 +78,28 @@ pub fn query_maybes(file: &std::path::Path, n: usize) -> usize {
         .filter(|l| l.starts_with("maybe"))
         .count()
 }
+
+/// `koel dedup --state STATE INPUT` prints nothing: the state already
+/// holds every key of `input` (no false negative across runs).
+pub fn assert_state_holds_all(state: &std::path::Path, input: &std::path::Path) {
+    koel()
+        .args(["dedup", "--state"])
+        .arg(state)
+        .arg(input)
+        .assert()
+        .success()
+        .stdout("");
+}
+
+/// `koel query FILE KEY` answers "maybe" for each of `keys`.
+pub fn assert_query_maybe(file: &std::path::Path, keys: &[&str]) {
+    for key in keys {
+        koel()
+            .arg("query")
+            .arg(file)
+            .arg(key)
+            .assert()
+            .code(0)
+            .stdout(format!("maybe\t{key}\n"));
+    }
+}
