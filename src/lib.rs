@@ -154,10 +154,12 @@
 //!
 //! ## Hash portability
 //!
-//! A key's hash is XXH3-64, under the filter's seed, of the bytes its
+//! A key's hash is a function, under the filter's seed, of the bytes its
 //! `Hash` impl writes, every integer little-endian and `usize` / `isize`
-//! widened to 64 bits: the same key gives the same bits on every platform
-//! and in every koel version, so a saved filter loads anywhere. The exact
+//! widened to 64 bits: two folded 128-bit multiplies for keys of 8 bytes
+//! in a cuckoo filter, XXH3-64 for every other key. The same key gives the
+//! same bits on every platform and in every koel version, so a saved
+//! filter loads anywhere. The exact
 //! rules are in the file format's specification (`docs/format.md`, "Key
 //! hashing"). One exception: std feeds a slice of integers wider than a
 //! byte (`&[u32]`, `Vec<u64>`) as its native-endian memory, so such keys

@@ -163,8 +163,8 @@ fn inspect_reports_the_header_and_the_checksum_status() {
     let info = koel::inspect(&bytes[..]).unwrap();
     let stats = f.stats();
     assert_eq!(info.kind, FilterKind::Cuckoo);
-    assert_eq!(info.format_version, 2);
-    assert_eq!(info.hash_algorithm_name(), "xxh3");
+    assert_eq!(info.format_version, 3);
+    assert_eq!(info.hash_algorithm_name(), "fold");
     assert_eq!(info.growth, Some(koel::Growth::Double));
     assert_eq!(info.max_false_positive_rate, Some(1e-2));
     assert_eq!(info.max_memory, None);

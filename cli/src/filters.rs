@@ -137,16 +137,8 @@ impl CliFilter for CuckooFilter {
     #[inline]
     fn owner(&self, hash: u64, parts: usize) -> usize {
         let bits = self.fingerprint_bits();
-        ((tag_of(hash, bits) * parts as u64) >> bits) as usize
+        ((self.fingerprint(hash) * parts as u64) >> bits) as usize
     }
-}
-
-/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
-/// `1..=2^w - 2`); a test checks it against the filter's own.
-#[inline]
-fn tag_of(hash: u64, bits: u32) -> u64 {
-    let top = hash >> (64 - bits);
-    1 + ((top * ((1u64 << bits) - 2)) >> bits)
 }
 
 impl CliFilter for BloomFilter {
@@ -344,7 +336,11 @@ mod tests {
         for bits in [16, 12] {
             let f = cuckoo(10_000, bits, Some(5), None).unwrap();
             for h in (0..100_000).map(crate::keys::mix64) {
-                assert_eq!(tag_of(h, bits), f.placement(h).0, "bits {bits}, hash {h:x}");
+                assert_eq!(
+                    f.fingerprint(h),
+                    f.placement(h).0,
+                    "bits {bits}, hash {h:x}"
+                );
                 assert!(f.owner(h, 7) < 7);
             }
         }

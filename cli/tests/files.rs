@@ -103,7 +103,7 @@ fn info_and_verify_describe_an_intact_file() {
         "hash probe   matches this build",
         "fpr",
     ];
-    info_and_verify_accept(&file, 2, "xxh3", &more);
+    info_and_verify_accept(&file, 3, "fold", &more);
 }
 
 #[test]
@@ -411,8 +411,8 @@ fn info_verify_and_query_read_a_filter_with_levels() {
     let items = koel_cli::human::HumanCount(n as u64).to_string();
     info_and_verify_accept(
         &file,
-        2,
-        "xxh3",
+        3,
+        "fold",
         &[
             "levels       3: grown past its tag bits, 2 levels of 21-bit tags above the first",
             "level 1      21-bit tags x 3",
@@ -427,7 +427,7 @@ fn info_verify_and_query_read_a_filter_with_levels() {
         .assert()
         .success()
         .stdout(predicates::str::contains(format!(
-            "OK (cuckoo filter, format version 2, {items} items in 3 levels, checksums valid, hash probes match)"
+            "OK (cuckoo filter, format version 3, {items} items in 3 levels, checksums valid, hash probes match)"
         )));
     let present: String = (1..=n).map(|i| format!("user-{i}\n")).collect();
     let out = koel()

@@ -2,7 +2,7 @@
 
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::BuildError;
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
 
@@ -148,7 +148,12 @@ impl CuckooFilterBuilder {
                 return Err(BuildError::ExceedsMaxMemory { bytes, max });
             }
         }
-        let mut table = Table::new(Geometry::new(m0, 0))
+        let hasher = KeyHasher::with_algorithm(
+            self.seed.unwrap_or_else(KeyHasher::random_seed),
+            HashAlgorithm::Fold,
+        );
+        let addressing = super::addressing_of(hasher.algorithm());
+        let mut table = Table::new(Geometry::new(m0, 0, addressing))
             .map_err(|e| BuildError::AllocationFailed { bytes: e.bytes })?;
         #[cfg(loom)]
         {
@@ -156,7 +161,6 @@ impl CuckooFilterBuilder {
         }
         #[cfg(not(loom))]
         let _ = &mut table;
-        let hasher = KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed));
         let upper = super::levels::Upper::first(&self.policy);
         Ok(CuckooFilter::assemble(
             table,

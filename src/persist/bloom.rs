@@ -207,7 +207,7 @@ impl BloomFilter {
     pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
         let p = self.parts();
         let header = Header {
-            version: format::FORMAT_VERSION,
+            version: format::written_version(p.algorithm.id()),
             kind: format::KIND_BLOOM,
             hash_algorithm: p.algorithm.id(),
             flags: 0,

@@ -234,8 +234,8 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnknownHashAlgorithm(id) => write!(
                 f,
-                "unknown hash algorithm {id}: this build knows XXH3 (id 2) and, for version 1 \
-                 files, ahash (id 1)"
+                "unknown hash algorithm {id} for this format version: this build knows Fold (id 3) \
+                 in version 3 files, XXH3 (id 2) in version 2, and ahash (id 1) in versions 1 and 2"
             ),
             LoadError::UnknownGrowth(code) => write!(
                 f,
@@ -454,8 +454,13 @@ mod tests {
                 &["holds a bloom filter, not a cuckoo filter"],
             ),
             (
-                LoadError::UnknownHashAlgorithm(3),
-                &["unknown hash algorithm 3", "XXH3 (id 2)", "ahash (id 1)"],
+                LoadError::UnknownHashAlgorithm(4),
+                &[
+                    "unknown hash algorithm 4",
+                    "Fold (id 3)",
+                    "XXH3 (id 2)",
+                    "ahash (id 1)",
+                ],
             ),
             (
                 LoadError::UnknownGrowth(5),
