@@ -89,7 +89,10 @@ impl WorkerResult {
 pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressReport> {
     let threads = config.threads;
     if threads == 0 || config.items < threads as u64 {
-        bail!("need at least one key per thread and at least one thread");
+        bail!(
+            "--items {} is fewer than --threads {threads}: every thread needs keys of its own",
+            config.items
+        );
     }
     if config.mix.remove > 0
         && filter
