@@ -32,9 +32,9 @@ pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 /// Filters that answer as one; see the module docs.
 pub struct Chain {
     first: Link,
-    /// The bound of the chain's false-positive rate, which chained filters
-    /// share (`--fpr`).
-    budget: f64,
+    /// The bound of the chain's false-positive rate, which filters chained
+    /// from now on share (`--fpr`).
+    pub budget: f64,
 }
 
 /// One filter of a chain and the one chained after it, once there is one.
@@ -99,16 +99,6 @@ impl Chain {
             .map(|l| l.filter.false_positive_rate())
             .sum::<f64>()
             + newest.filter.max_false_positive_rate()
-    }
-
-    /// The bound of the chain's false-positive rate.
-    pub fn budget(&self) -> f64 {
-        self.budget
-    }
-
-    /// Sets the bound that filters chained from now on share.
-    pub fn set_budget(&mut self, budget: f64) {
-        self.budget = budget;
     }
 
     /// After `newest` refused with `error`: the link chained after it (by

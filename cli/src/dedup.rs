@@ -181,7 +181,7 @@ fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
     };
     let mut chain = Chain::new(filters, DEFAULT_FPR_BUDGET);
     // Filters chained to it share --fpr, or else the bound it was saved with.
-    chain.set_budget(args.size.fpr.unwrap_or(chain.bound()));
+    chain.budget = args.size.fpr.unwrap_or(chain.bound());
     let seed = chain.filters()[0].seed();
     if let Some(asked) = args.run.seed.filter(|&s| s != seed) {
         anyhow::bail!(
@@ -254,7 +254,7 @@ fn summary(
             snap.false_positive_rate
         );
     }
-    let budget = filter.budget();
+    let budget = filter.budget;
     if snap.false_positive_rate > budget {
         s += &format!(
             "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
