@@ -78,7 +78,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     // The dedup pipeline with its output thrown away: every distinct key
     // inserted once, on all threads.
-    let (totals, _) = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
+    let totals = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
     built
         .save(&args.output)
         .with_context(|| format!("cannot save {}", args.output.display()))?;

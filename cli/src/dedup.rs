@@ -4,7 +4,7 @@
 mod engine;
 mod exact;
 
-pub use engine::{run, ExactTotals, Options, Totals};
+pub use engine::{run, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
@@ -141,7 +141,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
-    let (totals, exact) = match result.and_then(|t| {
+    let totals = match result.and_then(|t| {
         output.flush().context("cannot write the output")?;
         Ok(t)
     }) {
@@ -161,7 +161,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
     if !args.run.quiet {
-        summary(&filter, &totals, exact, secs, threads, fpr_before);
+        summary(&filter, &totals, args.exact, secs, threads, fpr_before);
     }
     Ok(Outcome::Success)
 }
@@ -207,14 +207,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// The summary on stderr.
-fn summary(
-    filter: &Chain,
-    t: &Totals,
-    exact: Option<ExactTotals>,
-    secs: f64,
-    threads: usize,
-    fpr_before: f64,
-) {
+fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, fpr_before: f64) {
     let snap = filter.snapshot();
     let dropped = t.records_in - t.records_out;
     // Each new key was wrongly taken for a duplicate with the FPR of the
@@ -240,13 +233,13 @@ fn summary(
         HumanBytes(snap.memory_bytes as u64),
         snap.generation
     );
-    if let Some(e) = exact {
+    if exact {
         s += &format!(
             "  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped\n",
-            HumanCount(e.keys),
-            HumanBytes(e.bytes),
-            e.bytes as f64 / e.keys.max(1) as f64,
-            HumanCount(e.false_positives_caught),
+            HumanCount(t.exact_keys),
+            HumanBytes(t.exact_bytes),
+            t.exact_bytes as f64 / t.exact_keys.max(1) as f64,
+            HumanCount(t.false_positives_caught),
         );
     } else {
         s += &format!(
@@ -258,7 +251,7 @@ fn summary(
     if snap.false_positive_rate > budget {
         s += &format!(
             "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
-            if exact.is_some() { " (--exact lost nothing)" } else { "" }
+            if exact { " (--exact lost nothing)" } else { "" }
         );
     }
     if t.missing_field > 0 {
