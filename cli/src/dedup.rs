@@ -48,7 +48,6 @@ const SEED_HELP: &str = "Hash seed, so that a run (and the records its false \
 positives drop) can be reproduced: same seed, input and options, same output, on \
 any number of threads [default: random]";
 
-/// Options of `koel dedup`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES, mut_arg("fpr", |a| a.help(FPR_HELP)),
           mut_arg("seed", |a| a.help(SEED_HELP)))]
@@ -79,8 +78,6 @@ pub struct Args {
     pub chunk_bytes: u64,
 }
 
-/// Runs `koel dedup`.
-///
 /// Everything that can fail for a reason other than I/O (sizing, the
 /// state file, its compatibility with the options) is decided before the
 /// first record is written.
@@ -173,8 +170,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
     let name = path.display();
     let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
-        Loaded::Cuckoo(f) => vec![f],
-        Loaded::Chain(filters) => filters,
+        Loaded::Cuckoo(filters) => filters,
         Loaded::Bloom(_) => anyhow::bail!(
             "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"
         ),
@@ -206,7 +202,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The summary on stderr.
 fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, fpr_before: f64) {
     let snap = filter.snapshot();
     let dropped = t.records_in - t.records_out;

@@ -17,7 +17,6 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
-/// Marks a chain file.
 const CHAIN_MAGIC: &[u8; 8] = b"KOELCHN1";
 /// The magic and the count.
 const CHAIN_HEADER_LEN: u64 = 12;
@@ -98,42 +97,38 @@ pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     out.commit()
 }
 
-/// A filter file's contents, loaded or to be saved.
+/// A filter file's contents, loaded or to be saved: a Bloom filter, or
+/// one cuckoo filter or more (a chain), in file order.
 pub enum Loaded {
-    Cuckoo(CuckooFilter),
+    Cuckoo(Vec<CuckooFilter>),
     Bloom(BloomFilter),
-    /// A chain: a key is maybe present if any of them says so.
-    Chain(Vec<CuckooFilter>),
 }
 
 impl Loaded {
     /// Each filter, in file order.
     pub fn filters(&self) -> Vec<&dyn CliFilter> {
         match self {
-            Loaded::Cuckoo(f) => vec![f],
+            Loaded::Cuckoo(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
             Loaded::Bloom(f) => vec![f],
-            Loaded::Chain(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
         }
     }
 
     /// Saves the filters to `path` atomically.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         match self {
-            Loaded::Cuckoo(f) => f.save(path),
+            Loaded::Cuckoo(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
             Loaded::Bloom(f) => f.save(path),
-            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
         }
     }
 }
 
-/// Loads `path` as one filter (`query`): either kind, or a chain of
-/// cuckoo filters that answers "maybe" if any of them does.
+/// Loads `path` as one filter (`query`): a Bloom filter, or the chain of
+/// its cuckoo filters, which answers "maybe" if any of them does.
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
-        Loaded::Cuckoo(f) => Box::new(f),
-        Loaded::Bloom(f) => Box::new(f),
         // Read only: the budget of filters it would chain does not matter.
-        Loaded::Chain(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
+        Loaded::Cuckoo(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
+        Loaded::Bloom(f) => Box::new(f),
     })
 }
 
@@ -141,7 +136,7 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
 pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
     let (mut reader, Some(count)) = read_framing(path)? else {
         return match CuckooFilter::load(path) {
-            Ok(f) => Ok(Loaded::Cuckoo(f)),
+            Ok(f) => Ok(Loaded::Cuckoo(vec![f])),
             Err(LoadError::WrongKind {
                 found: FilterKind::Bloom,
                 ..
@@ -159,7 +154,7 @@ pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
     })?;
     check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
         .map_err(FileProblem::Invalid)?;
-    Ok(Loaded::Chain(filters))
+    Ok(Loaded::Cuckoo(filters))
 }
 
 /// What [`inspect`] found, without building a filter.
@@ -365,7 +360,7 @@ mod tests {
         let mut bytes = Vec::new();
         write_chain(&mut bytes, &[&a, &b]).unwrap();
         std::fs::write(&path, &bytes).unwrap();
-        let Ok(Loaded::Chain(back)) = load(&path) else {
+        let Ok(Loaded::Cuckoo(back)) = load(&path) else {
             panic!("not loaded as a chain")
         };
         assert_eq!(back.len(), 2);
