@@ -14,7 +14,6 @@ Examples:
 Exit status: 0 if the recommendation meets every requirement, 1 if none
 can (the reason says which and what to do), 2 on bad options.";
 
-/// Options of `koel advise`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -77,7 +76,6 @@ fn physical_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// Runs `koel advise`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let items = usize::try_from(args.items)?;
     let req = Requirements::new(items, args.fpr)

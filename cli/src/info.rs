@@ -16,7 +16,6 @@ filter and their summed false-positive rate. Exit status: 0 for an intact
 file; 1 if the file was read and is not an intact koel filter; 2 if it
 cannot be read at all (missing, no permission, a directory).";
 
-/// Options of `koel info`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -24,7 +23,6 @@ pub struct Args {
     pub file: PathBuf,
 }
 
-/// Runs `koel info`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
     show_file(&args.file).or_else(|p| p.report(&prefix))

@@ -34,7 +34,6 @@ Examples:
 Exit status: 0 if no false negative was seen, 1 if any was (the filter lost
 a key), 2 on a usage or runtime error.";
 
-/// Options of `koel stress`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES,
           mut_arg("seed", |a| a.help("Hash and key seed, for a reproducible key sequence [default: random]")))]
@@ -78,7 +77,6 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Runs `koel stress`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     if args.run.quiet {

@@ -16,7 +16,6 @@ its framing. Exit status: 0 if the file is intact; 1 if it was read and is
 not an intact koel filter (one line on stderr says how); 2 if it cannot
 be read at all (missing, no permission, a directory).";
 
-/// Options of `koel verify`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -24,7 +23,6 @@ pub struct Args {
     pub file: PathBuf,
 }
 
-/// Runs `koel verify`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let prefix = format!("koel verify: {}: FAILED: ", args.file.display());
     verify(&args.file).or_else(|p| p.report(&prefix))

@@ -19,7 +19,6 @@ use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// How to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     /// Worker threads (at least 1).

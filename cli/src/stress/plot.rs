@@ -16,7 +16,6 @@ const OP_COLORS: [RGBColor; 3] = [
 ];
 const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
 
-/// Writes the stress plot of `report` to `path`.
 pub fn stress(path: &Path, report: &StressReport) -> anyhow::Result<()> {
     let mut svg = String::new();
     draw(&mut svg, report).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;

@@ -20,7 +20,6 @@ pub const SAMPLE_EVERY: u64 = 16;
 /// How often the sampler records throughput.
 const TICK: Duration = Duration::from_millis(100);
 
-/// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub threads: usize,
@@ -54,7 +53,6 @@ const OP_NAMES: [&str; 3] = ["read", "insert", "remove"];
 #[derive(Default)]
 struct Padded(AtomicU64);
 
-/// State every worker shares.
 struct Shared<'a> {
     filter: &'a dyn CliFilter,
     truth: Truth,
@@ -63,7 +61,6 @@ struct Shared<'a> {
     config: &'a Config,
 }
 
-/// One worker's results.
 #[derive(Default)]
 struct WorkerResult {
     ops: [u64; 3],
