@@ -222,21 +222,16 @@ impl CliFilter for Chain {
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         let newest = self.newest();
+        let mut done = 0;
         if std::ptr::eq(newest, &self.first) {
             // The common case, with the batch path's prefetching; keys
             // after one the filter refused go on one by one.
             match newest.filter.insert_unique_many(keys, out) {
                 Ok(()) => return Ok(()),
-                Err(e) => {
-                    self.chain_after(newest, e.error)?;
-                    for (key, new) in keys.iter().zip(out.iter_mut()).skip(e.failed_at) {
-                        *new = self.insert_unique_hash(self.hash_bytes(key))?;
-                    }
-                    return Ok(());
-                }
+                Err(e) => done = self.chain_after(newest, e.error).map(|_| e.failed_at)?,
             }
         }
-        for (key, new) in keys.iter().zip(out.iter_mut()) {
+        for (key, new) in keys.iter().zip(out.iter_mut()).skip(done) {
             *new = self.insert_unique_hash(self.hash_bytes(key))?;
         }
         Ok(())
