@@ -138,10 +138,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
-    let totals = match result.and_then(|t| {
-        output.flush().context("cannot write the output")?;
-        Ok(t)
-    }) {
+    // `run` flushed the output.
+    let totals = match result {
         Ok(t) => t,
         Err(e) if is_broken_pipe(&e) => return Ok(Outcome::Success),
         Err(e) => return Err(e),
