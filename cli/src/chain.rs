@@ -32,9 +32,9 @@ pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 /// Filters that answer as one; see the module docs.
 pub struct Chain {
     first: Link,
-    /// The bound of the chain's false-positive rate, which chained filters
-    /// share (`--fpr`).
-    budget: f64,
+    /// The bound of the chain's false-positive rate, which filters chained
+    /// from now on share (`--fpr`).
+    pub budget: f64,
 }
 
 /// One filter of a chain and the one chained after it, once there is one.
@@ -99,16 +99,6 @@ impl Chain {
             .map(|l| l.filter.false_positive_rate())
             .sum::<f64>()
             + newest.filter.max_false_positive_rate()
-    }
-
-    /// The bound of the chain's false-positive rate.
-    pub fn budget(&self) -> f64 {
-        self.budget
-    }
-
-    /// Sets the bound that filters chained from now on share.
-    pub fn set_budget(&mut self, budget: f64) {
-        self.budget = budget;
     }
 
     /// After `newest` refused with `error`: the link chained after it (by
@@ -232,21 +222,16 @@ impl CliFilter for Chain {
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         let newest = self.newest();
+        let mut done = 0;
         if std::ptr::eq(newest, &self.first) {
             // The common case, with the batch path's prefetching; keys
             // after one the filter refused go on one by one.
             match newest.filter.insert_unique_many(keys, out) {
                 Ok(()) => return Ok(()),
-                Err(e) => {
-                    self.chain_after(newest, e.error)?;
-                    for (key, new) in keys.iter().zip(out.iter_mut()).skip(e.failed_at) {
-                        *new = self.insert_unique_hash(self.hash_bytes(key))?;
-                    }
-                    return Ok(());
-                }
+                Err(e) => done = self.chain_after(newest, e.error).map(|_| e.failed_at)?,
             }
         }
-        for (key, new) in keys.iter().zip(out.iter_mut()) {
+        for (key, new) in keys.iter().zip(out.iter_mut()).skip(done) {
             *new = self.insert_unique_hash(self.hash_bytes(key))?;
         }
         Ok(())
