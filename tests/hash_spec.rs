@@ -236,3 +236,69 @@ fn filters_of_version_2_files_place_as_version_2_for_life() {
         }
     }
 }
+
+// ---- The hash probe ---------------------------------------------------------
+
+/// `file` with its format version and hash algorithm id set (offsets 8
+/// and 11), the probe left as it was, and both checksums re-sealed.
+fn relabelled(file: &[u8], version: u16, id: u8) -> Vec<u8> {
+    let mut b = file.to_vec();
+    b[8..10].copy_from_slice(&version.to_le_bytes());
+    b[11] = id;
+    let sum = xxhash_rust::xxh3::xxh3_64(&b[..88]);
+    b[88..96].copy_from_slice(&sum.to_le_bytes());
+    let end = b.len() - 8;
+    let sum = xxhash_rust::xxh3::xxh3_64(&b[..end]);
+    b[end..].copy_from_slice(&sum.to_le_bytes());
+    b
+}
+
+/// The hash probe exists so that a file whose keys this build would hash
+/// differently is refused instead of answering "absent" for keys it holds
+/// (`docs/format.md`, "Why this shape": it "still catches a broken port").
+/// XXH3 and `Fold` differ on every 8-byte key, so a header that names one
+/// over a table the other filled must fail its probe. But the probe input,
+/// `("koel hash probe", u64)`, is 24 bytes, which `Fold` hashes with XXH3:
+/// the probes of the two algorithms are equal under every seed, and no
+/// probe checks any of `Fold`'s own arithmetic (`fold_keys`, `fold8`).
+/// (In its own test binary: a failing test's backtrace raises the peak
+/// memory that `persist_hostile`'s sparse-file test measures.)
+#[test]
+fn a_table_of_one_hash_relabelled_as_the_other_fails_its_probe() {
+    let v3 = CuckooFilter::builder()
+        .capacity(150)
+        .seed(0x5EED)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(1).take(150).collect();
+    for k in &keys {
+        v3.insert(k).unwrap();
+    }
+    let v2 = golden("v2_cuckoo16.koel");
+    for k in &keys {
+        v2.insert(k).unwrap();
+    }
+    for (what, f, version, id) in [
+        ("version 3 (Fold) named XXH3", &v3, 2u16, 2u8),
+        ("version 2 (XXH3) named Fold", &v2, 3, 3),
+    ] {
+        let b = relabelled(&saved(f), version, id);
+        let info = koel::inspect(&b[..]).unwrap();
+        assert_eq!(info.checksum, koel::ChecksumStatus::Valid, "{what}");
+        match CuckooFilter::read_from(&b[..]) {
+            Err(koel::LoadError::HashProbeMismatch { .. }) => {}
+            Err(e) => panic!("{what}: {e}"),
+            Ok(g) => {
+                let missed = keys
+                    .iter()
+                    .filter(|k| f.contains(k) && !g.contains(k))
+                    .count();
+                panic!(
+                    "{what}: loaded, its probe matched (inspect: {}); of the keys the \
+                     original holds it misses {missed}",
+                    info.hash_probe_matches
+                );
+            }
+        }
+    }
+}
