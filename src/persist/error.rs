@@ -54,7 +54,8 @@ pub enum LoadError {
         /// The kind in the file.
         found: FilterKind,
     },
-    /// The hash-algorithm byte names no algorithm this build implements.
+    /// The hash-algorithm byte names no algorithm this build implements
+    /// for the file's format version and filter kind.
     UnknownHashAlgorithm(u8),
     /// Flag bits this build does not understand are set.
     UnknownFlags(u32),
@@ -234,8 +235,9 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnknownHashAlgorithm(id) => write!(
                 f,
-                "unknown hash algorithm {id} for this format version: this build knows Fold (id 3) \
-                 in version 3 files, XXH3 (id 2) in version 2, and ahash (id 1) in versions 1 and 2"
+                "unknown hash algorithm {id} for this format version and filter kind: this build \
+                 knows Fold (id 3) in version 3 cuckoo filter files, XXH3 (id 2) in version 2, \
+                 and ahash (id 1) in versions 1 and 2"
             ),
             LoadError::UnknownGrowth(code) => write!(
                 f,
