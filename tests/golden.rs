@@ -473,6 +473,26 @@ fn version_2_golden_files_still_load_and_grow() {
         for (k, _) in &a.present {
             assert!(k.with(&mut |key| g.holds(key)), "{name}: {k:?}");
         }
+        // A filter built `hash_like` it hashes and saves as version 2 too.
+        let like = CuckooFilter::builder()
+            .capacity(100)
+            .hash_like(&f)
+            .build()
+            .unwrap();
+        assert!(like.hashes_like(&f) && !like.hashes_like(&CuckooFilter::with_capacity(100)));
+        assert_eq!(like.hash_algorithm_name(), "xxh3", "{name}");
+        for key in &added[..50] {
+            like.insert_hash(f.hash(key)).unwrap();
+        }
+        let mut bytes = Vec::new();
+        like.write_to(&mut bytes).unwrap();
+        assert_eq!(
+            koel::inspect(&bytes[..]).unwrap().format_version,
+            2,
+            "{name}"
+        );
+        let like = CuckooFilter::read_from(&bytes[..]).unwrap();
+        assert!(added[..50].iter().all(|key| like.contains(key)), "{name}");
         if f.growth() == Growth::Double {
             assert!(
                 f.generation() > 0 || f.stats().levels > levels_before,

@@ -9,8 +9,9 @@
 //!
 //! A chain is read as one filter (`query`): a key is maybe present if any
 //! filter holds it; the older filters are only read, new keys go to the
-//! newest. Every filter has the same seed and tag width (the file reader
-//! checks it), so a key has one hash, and one tag, in all of them. A chain
+//! newest. Every filter has the same seed, tag width and hash algorithm
+//! (the file reader checks it; a chained filter is built `hash_like` the
+//! first), so a key has one hash, and one tag, in all of them. A chain
 //! of one filter is that filter: every call goes to it, and it saves as a
 //! plain filter file.
 //!
@@ -21,7 +22,7 @@
 //! left: the dedup engine sends every occurrence of a key to one worker,
 //! so it does not happen there.
 
-use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
+use crate::filters::{full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
 use std::sync::OnceLock;
 
@@ -130,13 +131,15 @@ impl Chain {
                 .map(|l| l.filter.false_positive_rate())
                 .sum::<f64>();
         let rate = (left / 2.0).max(full_load_rate(bits) * 1.01);
-        let filter = filters::cuckoo(
-            (held as u64).saturating_mul(2).max(1024),
-            bits,
-            Some(first.seed()),
-            Some(rate),
-        )
-        .map_err(|_| error)?;
+        // Hashing as the first filter does (seed and algorithm): every key
+        // of the chain is hashed once, by the first.
+        let filter = CuckooFilter::builder()
+            .capacity(held.saturating_mul(2).max(1024))
+            .fingerprint_bits(bits)
+            .hash_like(first)
+            .max_false_positive_rate(rate.min(1.0))
+            .build()
+            .map_err(|_| error)?;
         Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))
     }
 }

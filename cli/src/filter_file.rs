@@ -152,8 +152,12 @@ pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
         filters.push(CuckooFilter::read_from(r)?);
         Ok(true)
     })?;
-    check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
-        .map_err(FileProblem::Invalid)?;
+    check_hashing(
+        filters
+            .iter()
+            .map(|f| (f.seed(), f.fingerprint_bits(), f.hash_algorithm_name())),
+    )
+    .map_err(FileProblem::Invalid)?;
     Ok(Loaded::Cuckoo(filters))
 }
 
@@ -198,8 +202,14 @@ pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
         Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
         walked => walked?,
     }
-    let problem = problem
-        .or_else(|| check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err());
+    let problem = problem.or_else(|| {
+        check_hashing(
+            filters
+                .iter()
+                .map(|i| (i.seed, i.fingerprint_bits, i.hash_algorithm_name())),
+        )
+        .err()
+    });
     Ok(Inspected {
         chain,
         filters,
@@ -228,17 +238,17 @@ pub fn problem(info: &FileInfo) -> Option<String> {
     })
 }
 
-/// Every filter of a chain must hash as the first: `(seed, tag bits)` of
-/// each, in order; else what differs.
-fn check_hashing(filters: impl Iterator<Item = (u64, u32)>) -> Result<(), String> {
+/// Every filter of a chain must hash as the first: `(seed, tag bits, hash
+/// algorithm)` of each, in order; else what differs.
+fn check_hashing(filters: impl Iterator<Item = (u64, u32, &'static str)>) -> Result<(), String> {
     let mut filters = filters.enumerate();
-    let Some((_, (seed1, bits1))) = filters.next() else {
+    let Some((_, (seed1, bits1, hash1))) = filters.next() else {
         return Ok(());
     };
-    match filters.find(|&(_, f)| f != (seed1, bits1)) {
+    match filters.find(|&(_, f)| f != (seed1, bits1, hash1)) {
         None => Ok(()),
-        Some((k, (seed, bits))) => Err(format!(
-            "filter {} has seed {seed:#x} and {bits}-bit tags, filter 1 seed {seed1:#x} and {bits1}-bit tags: a chain's filters must hash alike",
+        Some((k, (seed, bits, hash))) => Err(format!(
+            "filter {} has seed {seed:#x}, {bits}-bit tags and hash {hash}, filter 1 seed {seed1:#x}, {bits1}-bit tags and hash {hash1}: a chain's filters must hash alike",
             k + 1
         )),
     }

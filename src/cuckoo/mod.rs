@@ -272,6 +272,11 @@ impl CuckooFilter {
         self.tables.current()
     }
 
+    /// The algorithm this filter hashes keys with.
+    pub(crate) fn hash_algorithm(&self) -> HashAlgorithm {
+        self.hasher.algorithm()
+    }
+
     /// The addressing of every table of this filter (`addressing_of`).
     pub(crate) fn addressing(&self) -> Addressing {
         addressing_of(self.hasher.algorithm())
@@ -862,6 +867,21 @@ impl CuckooFilter {
                 t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
             })
             .sum()
+    }
+
+    /// The name of the algorithm this filter hashes keys with: `"fold"`
+    /// (filters built by this version), `"xxh3"` or `"ahash"` (loaded from
+    /// format version 2 or 1 files), as [`FileInfo`](crate::FileInfo)
+    /// names a file's.
+    pub fn hash_algorithm_name(&self) -> &'static str {
+        self.hash_algorithm().name()
+    }
+
+    /// Whether this filter hashes every key as `other` does (the same seed
+    /// and hash algorithm), so that hashes of one serve the other's
+    /// `*_hash` calls. See [`CuckooFilterBuilder::hash_like`].
+    pub fn hashes_like(&self, other: &CuckooFilter) -> bool {
+        self.seed() == other.seed() && self.hash_algorithm() == other.hash_algorithm()
     }
 
     /// Bits per tag (16 or 12).
