@@ -154,10 +154,16 @@
 //!
 //! ## Hash portability
 //!
-//! A key's hash is XXH3-64, under the filter's seed, of the bytes its
+//! A key's hash is a function, under the filter's seed, of the bytes its
 //! `Hash` impl writes, every integer little-endian and `usize` / `isize`
-//! widened to 64 bits: the same key gives the same bits on every platform
-//! and in every koel version, so a saved filter loads anywhere. The exact
+//! widened to 64 bits: two folded 128-bit multiplies for keys of 8 bytes
+//! in a cuckoo filter built since format version 3, XXH3-64 for every other
+//! key (and for every key of a cuckoo filter loaded from a version 1 or 2
+//! file, which keeps its file's hash for life). A filter gives a key the
+//! same bits on every platform and in every koel version, so a saved
+//! filter loads anywhere; two filters of one seed agree only if they hash
+//! alike ([`FileInfo::hash_algorithm`]), so keep `filter.hash(&key)`
+//! values for the filter that made them. The exact
 //! rules are in the file format's specification (`docs/format.md`, "Key
 //! hashing"). One exception: std feeds a slice of integers wider than a
 //! byte (`&[u32]`, `Vec<u64>`) as its native-endian memory, so such keys

@@ -111,9 +111,10 @@ pub(crate) fn acquire_only_take() -> bool {
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for
-/// the 16-bit (`fingerprint_bits == 16`) or 12-bit layout.
+/// the 16-bit (`fingerprint_bits == 16`) or 12-bit layout, as the builder's
+/// filters address (format version 3).
 pub fn locate(fingerprint_bits: u32, m0: u64, h: u64) -> (u64, usize, usize) {
-    let geo = Geometry::new(m0, 0);
+    let geo = Geometry::new(m0, 0, crate::raw::geometry::Addressing::V3);
     let at = match fingerprint_bits {
         12 => geo.locate::<L12x5>(h),
         _ => geo.locate::<L16x4>(h),

@@ -222,7 +222,8 @@ fn bloom_header(f: &BloomFilter, bytes: &[u8]) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The golden cuckoo filters of the current format: name, builder, keys.
+/// The golden cuckoo filters of the current format (version 3; the same
+/// filters saved by version 2 are the `v2_` files): name, builder, keys.
 fn cuckoo_specs() -> Vec<(&'static str, CuckooFilter, u64)> {
     vec![
         (
@@ -433,6 +434,72 @@ fn bloom_golden_file_loads_and_answers_as_recorded() {
     let mut again = Vec::new();
     f.write_to(&mut again).unwrap();
     assert!(again == bytes, "{name}: re-saved bytes differ");
+}
+
+/// Format version 2 files (XXH3, and the addressing versions 1 and 2
+/// share) load, answer as recorded and save back to the same bytes; new
+/// keys go in under the file's hash and addressing, through doublings and
+/// levels, and the filter stays version 2. The 8-byte keys below are the
+/// ones version 3 would hash differently (`Fold`): a filter that mixed the
+/// two would miss them once saved and loaded.
+#[test]
+fn version_2_golden_files_still_load_and_grow() {
+    for (name, _, _) in cuckoo_specs().into_iter().chain(leveled_specs()) {
+        let name = format!("v2_{name}");
+        let f = check_cuckoo(&name, true);
+        let levels_before = f.stats().levels;
+        let mut added = Vec::new();
+        for i in 0..3_000u64 {
+            let key = i | 1 << 62;
+            if f.insert(&key).is_err() {
+                break; // a `Fixed` filter fills up
+            }
+            added.push(key);
+        }
+        assert!(added.len() > 50, "{name}: took {}", added.len());
+        let mut again = Vec::new();
+        f.write_to(&mut again).unwrap();
+        assert_eq!(
+            koel::inspect(&again[..]).unwrap().format_version,
+            2,
+            "{name}"
+        );
+        let g = CuckooFilter::read_from(&again[..]).unwrap();
+        for key in &added {
+            assert!(f.contains(key) && g.contains(key), "{name}: {key}");
+            assert!(g.count(key) >= 1, "{name}: {key} under the file's hash");
+        }
+        let a = read_answers(&name);
+        for (k, _) in &a.present {
+            assert!(k.with(&mut |key| g.holds(key)), "{name}: {k:?}");
+        }
+        // A filter built `hash_like` it hashes and saves as version 2 too.
+        let like = CuckooFilter::builder()
+            .capacity(100)
+            .hash_like(&f)
+            .build()
+            .unwrap();
+        assert!(like.hashes_like(&f) && !like.hashes_like(&CuckooFilter::with_capacity(100)));
+        assert_eq!(like.hash_algorithm_name(), "xxh3", "{name}");
+        for key in &added[..50] {
+            like.insert_hash(f.hash(key)).unwrap();
+        }
+        let mut bytes = Vec::new();
+        like.write_to(&mut bytes).unwrap();
+        assert_eq!(
+            koel::inspect(&bytes[..]).unwrap().format_version,
+            2,
+            "{name}"
+        );
+        let like = CuckooFilter::read_from(&bytes[..]).unwrap();
+        assert!(added[..50].iter().all(|key| like.contains(key)), "{name}");
+        if f.growth() == Growth::Double {
+            assert!(
+                f.generation() > 0 || f.stats().levels > levels_before,
+                "{name}: grew while taking the new keys"
+            );
+        }
+    }
 }
 
 /// Format version 1 files (hashed with `ahash`) still load and answer as

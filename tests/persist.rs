@@ -163,8 +163,8 @@ fn inspect_reports_the_header_and_the_checksum_status() {
     let info = koel::inspect(&bytes[..]).unwrap();
     let stats = f.stats();
     assert_eq!(info.kind, FilterKind::Cuckoo);
-    assert_eq!(info.format_version, 2);
-    assert_eq!(info.hash_algorithm_name(), "xxh3");
+    assert_eq!(info.format_version, 3);
+    assert_eq!(info.hash_algorithm_name(), "fold");
     assert_eq!(info.growth, Some(koel::Growth::Double));
     assert_eq!(info.max_false_positive_rate, Some(1e-2));
     assert_eq!(info.max_memory, None);
@@ -321,10 +321,20 @@ fn snapshot_under_writers(bits: u32, capacity: usize, live_per_slot: f64) {
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
         for w in 0..WRITERS {
-            let (f, keys, state, writers_done) = (&f, &keys, &state, &writers_done);
+            let (f, keys, state, writers_done, snapshots) =
+                (&f, &keys, &state, &writers_done, &snapshots);
             s.spawn(move || {
                 let mine = w * per_writer..(w + 1) * per_writer;
                 for i in mine.clone() {
+                    // Paced by the snapshots: a sixth of the keys per
+                    // snapshot until 5 are taken, so snapshots overlap the
+                    // writers however the threads are scheduled.
+                    while (i - mine.start) * 6
+                        >= per_writer * (snapshots.load(Ordering::Relaxed) + 1)
+                        && snapshots.load(Ordering::Relaxed) < 5
+                    {
+                        thread::yield_now();
+                    }
                     let ok = f.insert(&keys[i]).is_ok();
                     // Release: pairs with the snapshot thread's Acquire
                     // scan, so an insert it sees as done happened before
@@ -481,6 +491,12 @@ fn a_bloom_snapshot_during_4_inserting_threads_holds_every_completed_insert() {
                     // Enough overlap seen: stop early to keep the test short.
                     if i % 1024 < WRITERS && snapshots.load(Ordering::Relaxed) >= 4 {
                         break;
+                    }
+                    // Paced by the snapshots (an eighth of the keys per
+                    // snapshot), so they overlap the writers however the
+                    // threads are scheduled.
+                    while i * 8 >= keys.len() * (snapshots.load(Ordering::Relaxed) + 1) {
+                        thread::yield_now();
                     }
                     f.insert(&keys[i]);
                     // Release: pairs with the snapshot thread's Acquire scan.

@@ -117,3 +117,38 @@ fn reported_fpr_estimate_matches_measurement() {
         );
     }
 }
+
+/// Structured 8-byte keys (sequential, rotated, Gray codes), the ones a
+/// weak hash spreads unevenly, fill the table past 95% before its first
+/// `Full` and meet the estimated false-positive rate within 1.3x, as
+/// random keys do. (With one folded multiply instead of the `Fold` hash's
+/// two, sequential keys measure 2.55x the estimate here.)
+#[test]
+fn structured_keys_fill_and_answer_as_random_ones() {
+    type Family = (&'static str, fn(u64) -> u64);
+    let families: [Family; 4] = [
+        ("sequential", |i| i),
+        ("rotated 16", |i| i.rotate_left(16)),
+        ("rotated 40", |i| i.rotate_left(40)),
+        ("gray", |i| i ^ (i >> 1)),
+    ];
+    for (name, key) in families {
+        let f = build(1 << 18, 16, 7);
+        let mut n = 0;
+        while f.insert(&key(n)).is_ok() {
+            n += 1;
+        }
+        let load = f.len() as f64 / f.capacity() as f64;
+        assert!(load >= 0.95, "{name}: first Full at load {load:.4}");
+        // Absent: the same family from 2^30 on (all inserted keys are below).
+        let probes = 2_000_000u64;
+        let hits = (0..probes)
+            .filter(|&i| f.contains(&key((1 << 30) + i)))
+            .count();
+        let ratio = hits as f64 / probes as f64 / f.false_positive_rate();
+        assert!(
+            (1.0 / 1.3..=1.3).contains(&ratio),
+            "{name}: measured {hits} of {probes}, {ratio:.2}x the estimate"
+        );
+    }
+}

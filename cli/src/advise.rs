@@ -2,9 +2,7 @@
 
 use crate::human::{HumanBytes, HumanCount};
 use crate::{parse, Outcome};
-use anyhow::bail;
 use koel::{advise, Configuration, Requirements, SetSize};
-use std::str::FromStr;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -16,7 +14,6 @@ Examples:
 Exit status: 0 if the recommendation meets every requirement, 1 if none
 can (the reason says which and what to do), 2 on bad options.";
 
-/// Options of `koel advise`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -36,43 +33,30 @@ pub struct Args {
     /// How the set's size changes: fixed, F (grows to at most F times
     /// --items, known up front), or unknown:F (grows by an unknown amount,
     /// about F times).
-    #[arg(long, default_value = "fixed", allow_negative_numbers = true)]
-    pub growth: GrowthArg,
+    #[arg(long, default_value = "fixed", value_parser = growth, allow_negative_numbers = true)]
+    pub growth: SetSize,
 }
 
-/// `--growth`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GrowthArg(pub SetSize);
-
-impl FromStr for GrowthArg {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> anyhow::Result<Self> {
-        let factor = |f: &str| -> anyhow::Result<f64> {
-            match f.parse::<f64>() {
-                Ok(v) if v.is_finite() && v >= 1.0 => Ok(v),
-                _ => bail!("growth factor {f:?} is not a number of at least 1"),
-            }
-        };
-        Ok(GrowthArg(match s {
-            "fixed" => SetSize::Fixed,
-            "unknown" => SetSize::Unknown {
-                expected_factor: 4.0,
-            },
-            _ => match s.strip_prefix("unknown:") {
-                Some(f) => SetSize::Unknown {
-                    expected_factor: factor(f)?,
-                },
-                None => SetSize::Bounded {
-                    factor: factor(s.strip_prefix("bounded:").unwrap_or(s)).map_err(|_| {
-                        anyhow::anyhow!(
-                            "{s:?} is not a growth: use fixed, a factor such as 2, or unknown:F"
-                        )
-                    })?,
-                },
-            },
-        }))
-    }
+/// `--growth`: `fixed`, `F` (or `bounded:F`), `unknown:F` (or `unknown`: 4).
+fn growth(s: &str) -> Result<SetSize, String> {
+    let factor = |f: &str| match f.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 1.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a growth: use fixed, a factor of at least 1 such as 2, or unknown:F"
+        )),
+    };
+    Ok(match (s, s.strip_prefix("unknown:")) {
+        ("fixed", _) => SetSize::Fixed,
+        ("unknown", _) => SetSize::Unknown {
+            expected_factor: 4.0,
+        },
+        (_, Some(f)) => SetSize::Unknown {
+            expected_factor: factor(f)?,
+        },
+        _ => SetSize::Bounded {
+            factor: factor(s.strip_prefix("bounded:").unwrap_or(s))?,
+        },
+    })
 }
 
 fn parse_rate(s: &str) -> Result<f64, String> {
@@ -92,13 +76,12 @@ fn physical_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
-/// Runs `koel advise`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let items = usize::try_from(args.items)?;
     let req = Requirements::new(items, args.fpr)
         .deletes(args.deletes)
         .exact_dedup(args.exact_dedup)
-        .growth(args.growth.0);
+        .growth(args.growth);
     let rec = advise(req).map_err(|e| anyhow::anyhow!("cannot advise: {e}"))?;
     let what = match rec.configuration {
         Configuration::ExactStore => "no filter: ask the exact store (or keep an exact set)".to_string(),

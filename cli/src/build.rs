@@ -22,7 +22,6 @@ Input is taken as by `koel dedup`. Keys are lines, LF or CRLF (one
 trailing CR is not part of the key, as in `koel query`). The file is
 replaced atomically: a failed build leaves any old file in place.";
 
-/// Options of `koel build`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -41,7 +40,6 @@ pub struct Args {
     pub kind: FileKind,
 }
 
-/// `--kind` of `koel build`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum FileKind {
     /// Cuckoo filter.
@@ -50,7 +48,6 @@ pub enum FileKind {
     Bloom,
 }
 
-/// Runs `koel build`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     output::check(&args.output)?;
     let mut inputs = Inputs::open(args.input.paths())?;
@@ -59,7 +56,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let built = match args.kind {
         FileKind::Cuckoo => {
             let bits = args.size.fingerprint_bits()?;
-            Loaded::Cuckoo(filters::cuckoo(expected, bits, seed, None)?)
+            Loaded::Cuckoo(vec![filters::cuckoo(expected, bits, seed, None)?])
         }
         FileKind::Bloom => {
             let fpr = args.size.fpr.unwrap_or(koel::DEFAULT_FALSE_POSITIVE_RATE);
@@ -78,7 +75,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     // The dedup pipeline with its output thrown away: every distinct key
     // inserted once, on all threads.
-    let (totals, _) = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
+    let totals = dedup::run(filter, &mut inputs, &mut std::io::sink(), options, &|_| {})?;
     built
         .save(&args.output)
         .with_context(|| format!("cannot save {}", args.output.display()))?;

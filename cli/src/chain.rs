@@ -9,8 +9,9 @@
 //!
 //! A chain is read as one filter (`query`): a key is maybe present if any
 //! filter holds it; the older filters are only read, new keys go to the
-//! newest. Every filter has the same seed and tag width (the file reader
-//! checks it), so a key has one hash, and one tag, in all of them. A chain
+//! newest. Every filter has the same seed, tag width and hash algorithm
+//! (the file reader checks it; a chained filter is built `hash_like` the
+//! first), so a key has one hash, and one tag, in all of them. A chain
 //! of one filter is that filter: every call goes to it, and it saves as a
 //! plain filter file.
 //!
@@ -21,7 +22,7 @@
 //! left: the dedup engine sends every occurrence of a key to one worker,
 //! so it does not happen there.
 
-use crate::filters::{self, full_load_rate, CliFilter, Snapshot};
+use crate::filters::{full_load_rate, CliFilter, Snapshot};
 use koel::{CuckooFilter, Filter, FilterKind, InsertError};
 use std::sync::OnceLock;
 
@@ -32,9 +33,9 @@ pub const DEFAULT_FPR_BUDGET: f64 = 1e-2;
 /// Filters that answer as one; see the module docs.
 pub struct Chain {
     first: Link,
-    /// The bound of the chain's false-positive rate, which chained filters
-    /// share (`--fpr`).
-    budget: f64,
+    /// The bound of the chain's false-positive rate, which filters chained
+    /// from now on share (`--fpr`).
+    pub budget: f64,
 }
 
 /// One filter of a chain and the one chained after it, once there is one.
@@ -101,16 +102,6 @@ impl Chain {
             + newest.filter.max_false_positive_rate()
     }
 
-    /// The bound of the chain's false-positive rate.
-    pub fn budget(&self) -> f64 {
-        self.budget
-    }
-
-    /// Sets the bound that filters chained from now on share.
-    pub fn set_budget(&mut self, budget: f64) {
-        self.budget = budget;
-    }
-
     /// After `newest` refused with `error`: the link chained after it (by
     /// this call or another thread's), or `error` if the refusal is not
     /// one a new filter cures, or none can be built. The new filter holds
@@ -140,13 +131,15 @@ impl Chain {
                 .map(|l| l.filter.false_positive_rate())
                 .sum::<f64>();
         let rate = (left / 2.0).max(full_load_rate(bits) * 1.01);
-        let filter = filters::cuckoo(
-            (held as u64).saturating_mul(2).max(1024),
-            bits,
-            Some(first.seed()),
-            Some(rate),
-        )
-        .map_err(|_| error)?;
+        // Hashing as the first filter does (seed and algorithm): every key
+        // of the chain is hashed once, by the first.
+        let filter = CuckooFilter::builder()
+            .capacity(held.saturating_mul(2).max(1024))
+            .fingerprint_bits(bits)
+            .hash_like(first)
+            .max_false_positive_rate(rate.min(1.0))
+            .build()
+            .map_err(|_| error)?;
         Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))
     }
 }
@@ -232,21 +225,16 @@ impl CliFilter for Chain {
 
     fn insert_unique_batch(&self, keys: &[&[u8]], out: &mut [bool]) -> Result<(), InsertError> {
         let newest = self.newest();
+        let mut done = 0;
         if std::ptr::eq(newest, &self.first) {
             // The common case, with the batch path's prefetching; keys
             // after one the filter refused go on one by one.
             match newest.filter.insert_unique_many(keys, out) {
                 Ok(()) => return Ok(()),
-                Err(e) => {
-                    self.chain_after(newest, e.error)?;
-                    for (key, new) in keys.iter().zip(out.iter_mut()).skip(e.failed_at) {
-                        *new = self.insert_unique_hash(self.hash_bytes(key))?;
-                    }
-                    return Ok(());
-                }
+                Err(e) => done = self.chain_after(newest, e.error).map(|_| e.failed_at)?,
             }
         }
-        for (key, new) in keys.iter().zip(out.iter_mut()) {
+        for (key, new) in keys.iter().zip(out.iter_mut()).skip(done) {
             *new = self.insert_unique_hash(self.hash_bytes(key))?;
         }
         Ok(())

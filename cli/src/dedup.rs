@@ -4,7 +4,7 @@
 mod engine;
 mod exact;
 
-pub use engine::{run, ExactTotals, Options, Totals};
+pub use engine::{run, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
@@ -48,7 +48,6 @@ const SEED_HELP: &str = "Hash seed, so that a run (and the records its false \
 positives drop) can be reproduced: same seed, input and options, same output, on \
 any number of threads [default: random]";
 
-/// Options of `koel dedup`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES, mut_arg("fpr", |a| a.help(FPR_HELP)),
           mut_arg("seed", |a| a.help(SEED_HELP)))]
@@ -79,8 +78,6 @@ pub struct Args {
     pub chunk_bytes: u64,
 }
 
-/// Runs `koel dedup`.
-///
 /// Everything that can fail for a reason other than I/O (sizing, the
 /// state file, its compatibility with the options) is decided before the
 /// first record is written.
@@ -141,10 +138,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let start = Instant::now();
     let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
-    let (totals, exact) = match result.and_then(|t| {
-        output.flush().context("cannot write the output")?;
-        Ok(t)
-    }) {
+    // `run` flushed the output.
+    let totals = match result {
         Ok(t) => t,
         Err(e) if is_broken_pipe(&e) => return Ok(Outcome::Success),
         Err(e) => return Err(e),
@@ -161,7 +156,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
     if !args.run.quiet {
-        summary(&filter, &totals, exact, secs, threads, fpr_before);
+        summary(&filter, &totals, args.exact, secs, threads, fpr_before);
     }
     Ok(Outcome::Success)
 }
@@ -173,15 +168,14 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
     let name = path.display();
     let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
-        Loaded::Cuckoo(f) => vec![f],
-        Loaded::Chain(filters) => filters,
+        Loaded::Cuckoo(filters) => filters,
         Loaded::Bloom(_) => anyhow::bail!(
             "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"
         ),
     };
     let mut chain = Chain::new(filters, DEFAULT_FPR_BUDGET);
     // Filters chained to it share --fpr, or else the bound it was saved with.
-    chain.set_budget(args.size.fpr.unwrap_or(chain.bound()));
+    chain.budget = args.size.fpr.unwrap_or(chain.bound());
     let seed = chain.filters()[0].seed();
     if let Some(asked) = args.run.seed.filter(|&s| s != seed) {
         anyhow::bail!(
@@ -206,15 +200,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// The summary on stderr.
-fn summary(
-    filter: &Chain,
-    t: &Totals,
-    exact: Option<ExactTotals>,
-    secs: f64,
-    threads: usize,
-    fpr_before: f64,
-) {
+fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, fpr_before: f64) {
     let snap = filter.snapshot();
     let dropped = t.records_in - t.records_out;
     // Each new key was wrongly taken for a duplicate with the FPR of the
@@ -240,13 +226,13 @@ fn summary(
         HumanBytes(snap.memory_bytes as u64),
         snap.generation
     );
-    if let Some(e) = exact {
+    if exact {
         s += &format!(
             "  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped\n",
-            HumanCount(e.keys),
-            HumanBytes(e.bytes),
-            e.bytes as f64 / e.keys.max(1) as f64,
-            HumanCount(e.false_positives_caught),
+            HumanCount(t.exact_keys),
+            HumanBytes(t.exact_bytes),
+            t.exact_bytes as f64 / t.exact_keys.max(1) as f64,
+            HumanCount(t.false_positives_caught),
         );
     } else {
         s += &format!(
@@ -254,11 +240,11 @@ fn summary(
             snap.false_positive_rate
         );
     }
-    let budget = filter.budget();
+    let budget = filter.budget;
     if snap.false_positive_rate > budget {
         s += &format!(
             "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
-            if exact.is_some() { " (--exact lost nothing)" } else { "" }
+            if exact { " (--exact lost nothing)" } else { "" }
         );
     }
     if t.missing_field > 0 {

@@ -17,7 +17,6 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
-/// Marks a chain file.
 const CHAIN_MAGIC: &[u8; 8] = b"KOELCHN1";
 /// The magic and the count.
 const CHAIN_HEADER_LEN: u64 = 12;
@@ -81,20 +80,15 @@ pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<(
         .ok_or_else(|| io::Error::other("too many filters for one chain file"))?;
     w.write_all(CHAIN_MAGIC)?;
     w.write_all(&count.to_le_bytes())?;
-    for f in filters {
-        f.write_to(&mut w)?;
-    }
-    Ok(())
+    filters.iter().try_for_each(|f| f.write_to(&mut w))
 }
 
-/// Saves `filters` (hashing alike) to `path` atomically: one filter as
-/// the library's own file, more as a chain file.
+/// Saves `filters` (hashing alike) to `path` atomically (`crate::output`'s
+/// rule): one filter as the library's own file, more as a chain file.
 pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
     }
-    // The rule every output follows (`crate::output`): a temporary file
-    // that replaces `path` only once complete.
     let mut out = koel::AtomicFile::create(path)?;
     let mut w = BufWriter::new(out.file());
     write_chain(&mut w, filters)?;
@@ -103,45 +97,68 @@ pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     out.commit()
 }
 
-/// A filter file's contents, loaded or to be saved.
+/// A filter file's contents, loaded or to be saved: a Bloom filter, or
+/// one cuckoo filter or more (a chain), in file order.
 pub enum Loaded {
-    /// One cuckoo filter.
-    Cuckoo(CuckooFilter),
-    /// One Bloom filter.
+    Cuckoo(Vec<CuckooFilter>),
     Bloom(BloomFilter),
-    /// A chain: a key is maybe present if any of them says so.
-    Chain(Vec<CuckooFilter>),
 }
 
 impl Loaded {
     /// Each filter, in file order.
     pub fn filters(&self) -> Vec<&dyn CliFilter> {
         match self {
-            Loaded::Cuckoo(f) => vec![f],
+            Loaded::Cuckoo(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
             Loaded::Bloom(f) => vec![f],
-            Loaded::Chain(fs) => fs.iter().map(|f| f as &dyn CliFilter).collect(),
         }
     }
 
     /// Saves the filters to `path` atomically.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         match self {
-            Loaded::Cuckoo(f) => f.save(path),
+            Loaded::Cuckoo(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
             Loaded::Bloom(f) => f.save(path),
-            Loaded::Chain(fs) => save(path, &fs.iter().collect::<Vec<_>>()),
         }
     }
 }
 
-/// Loads `path` as one filter (`query`): either kind, or a chain of
-/// cuckoo filters that answers "maybe" if any of them does.
+/// Loads `path` as one filter (`query`): a Bloom filter, or the chain of
+/// its cuckoo filters, which answers "maybe" if any of them does.
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     Ok(match load(path).map_err(|p| p.into_error(path))? {
-        Loaded::Cuckoo(f) => Box::new(f),
-        Loaded::Bloom(f) => Box::new(f),
         // Read only: the budget of filters it would chain does not matter.
-        Loaded::Chain(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
+        Loaded::Cuckoo(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
+        Loaded::Bloom(f) => Box::new(f),
     })
+}
+
+/// Loads `path`: a filter of either kind, or a chain.
+pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
+    let (mut reader, Some(count)) = read_framing(path)? else {
+        return match CuckooFilter::load(path) {
+            Ok(f) => Ok(Loaded::Cuckoo(vec![f])),
+            Err(LoadError::WrongKind {
+                found: FilterKind::Bloom,
+                ..
+            }) => BloomFilter::load(path)
+                .map(Loaded::Bloom)
+                .map_err(|e| FileProblem::of_load(path, e)),
+            Err(e) => Err(FileProblem::of_load(path, e)),
+        };
+    };
+    // At most MAX_CHAIN_FILTERS, checked against the file's length.
+    let mut filters = Vec::with_capacity(count as usize);
+    walk(path, &mut reader, count, |r, _| {
+        filters.push(CuckooFilter::read_from(r)?);
+        Ok(true)
+    })?;
+    check_hashing(
+        filters
+            .iter()
+            .map(|f| (f.seed(), f.fingerprint_bits(), f.hash_algorithm_name())),
+    )
+    .map_err(FileProblem::Invalid)?;
+    Ok(Loaded::Cuckoo(filters))
 }
 
 /// What [`inspect`] found, without building a filter.
@@ -155,128 +172,86 @@ pub struct Inspected {
     pub problem: Option<String>,
 }
 
-/// Loads `path`: a filter of either kind, or a chain.
-pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
-    match read_framing(path)? {
-        Opened::Single => load_single(path),
-        Opened::Chain(mut chain) => {
-            // At most MAX_CHAIN_FILTERS, checked against the file's length.
-            let mut filters = Vec::with_capacity(chain.count as usize);
-            chain.walk(path, |r, _| {
-                filters.push(CuckooFilter::read_from(r)?);
-                Ok(true)
-            })?;
-            check_hashing(filters.iter().map(|f| (f.seed(), f.fingerprint_bits())))
-                .map_err(FileProblem::Invalid)?;
-            Ok(Loaded::Chain(filters))
-        }
-    }
-}
-
-fn load_single(path: &Path) -> Result<Loaded, FileProblem> {
-    match CuckooFilter::load(path) {
-        Ok(f) => Ok(Loaded::Cuckoo(f)),
-        Err(LoadError::WrongKind {
-            found: FilterKind::Bloom,
-            ..
-        }) => BloomFilter::load(path)
-            .map(Loaded::Bloom)
-            .map_err(|e| FileProblem::of_load(path, e)),
-        Err(e) => Err(FileProblem::of_load(path, e)),
-    }
-}
-
 /// Reads the header and checksum of `path`'s filters (streaming, one
 /// buffer), stopping at the first problem.
 pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
-    match read_framing(path)? {
-        Opened::Single => {
-            let f = File::open(path).map_err(|e| unreadable(path, e))?;
-            let info =
-                koel::inspect(BufReader::new(f)).map_err(|e| FileProblem::of_load(path, e))?;
-            Ok(Inspected {
-                chain: None,
-                problem: problem(&info),
-                filters: vec![info],
-            })
-        }
-        Opened::Chain(mut chain) => {
-            let count = chain.count;
-            let mut filters = Vec::new();
-            let mut problem = None;
-            let walked = chain.walk(path, |r, k| {
-                let info = koel::inspect(r)?;
-                let why = self::problem(&info).or_else(|| {
-                    (info.kind != FilterKind::Cuckoo).then(|| {
-                        format!(
-                            "holds a {} filter; a chain holds cuckoo filters",
-                            info.kind.name()
-                        )
-                    })
-                });
-                filters.push(info);
-                problem = why.map(|why| format!("filter {k} of {count}: {why}"));
-                Ok(problem.is_none())
-            });
-            match walked {
-                Ok(()) => {}
-                Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
-                Err(e) => return Err(e),
-            }
-            let problem = problem.or_else(|| {
-                check_hashing(filters.iter().map(|i| (i.seed, i.fingerprint_bits))).err()
-            });
-            Ok(Inspected {
-                chain: Some(count),
-                filters,
-                problem,
-            })
-        }
+    let (mut reader, chain) = read_framing(path)?;
+    let (mut filters, mut problem) = (Vec::new(), None);
+    let Some(count) = chain else {
+        let info = koel::inspect(reader).map_err(|e| FileProblem::of_load(path, e))?;
+        problem = self::problem(&info);
+        filters.push(info);
+        return Ok(Inspected {
+            chain,
+            filters,
+            problem,
+        });
+    };
+    let walked = walk(path, &mut reader, count, |r, k| {
+        let info = koel::inspect(r)?;
+        let why = self::problem(&info).or_else(|| {
+            let kind = info.kind.name();
+            (info.kind != FilterKind::Cuckoo)
+                .then(|| format!("holds a {kind} filter; a chain holds cuckoo filters"))
+        });
+        filters.push(info);
+        problem = why.map(|why| format!("filter {k} of {count}: {why}"));
+        Ok(problem.is_none())
+    });
+    match walked {
+        Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
+        walked => walked?,
     }
+    let problem = problem.or_else(|| {
+        check_hashing(
+            filters
+                .iter()
+                .map(|i| (i.seed, i.fingerprint_bits, i.hash_algorithm_name())),
+        )
+        .err()
+    });
+    Ok(Inspected {
+        chain,
+        filters,
+        problem,
+    })
 }
 
 /// What is wrong with a filter `info` describes, if anything.
 pub fn problem(info: &FileInfo) -> Option<String> {
-    match info.checksum {
-        ChecksumStatus::Valid => {}
-        ChecksumStatus::Mismatch { stored, computed } => {
-            return Some(format!(
-                "checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is damaged"
-            ))
-        }
+    Some(match info.checksum {
+        ChecksumStatus::Mismatch { stored, computed } => format!(
+            "checksum mismatch (stored {stored:#018x}, computed {computed:#018x}): the file is damaged"
+        ),
         ChecksumStatus::Truncated { expected, found } => {
-            return Some(format!("truncated: {found} of {expected} bytes"))
+            format!("truncated: {found} of {expected} bytes")
         }
-        _ => return Some("unknown checksum status".to_string()),
-    }
-    if info.item_count != info.counted_items {
-        return Some(format!(
+        ChecksumStatus::Valid if info.item_count != info.counted_items => format!(
             "item count {:?} does not match the {:?} items in the payload",
             info.item_count, info.counted_items
-        ));
-    }
-    if !info.hash_probe_matches {
-        return Some(
-            "saved by a build that hashes keys differently: this build cannot load it".to_string(),
-        );
-    }
-    None
+        ),
+        ChecksumStatus::Valid if !info.hash_probe_matches => {
+            "saved by a build that hashes keys differently: this build cannot load it".to_string()
+        }
+        ChecksumStatus::Valid => return None,
+        _ => "unknown checksum status".to_string(),
+    })
 }
 
-/// Every filter of a chain must hash as the first: `(seed, tag bits)` of
-/// each, in order; else what differs.
-fn check_hashing(filters: impl Iterator<Item = (u64, u32)>) -> Result<(), String> {
-    let mut first = None;
-    for (k, (seed, bits)) in filters.enumerate() {
-        let (seed1, bits1) = *first.get_or_insert((seed, bits));
-        if (seed, bits) != (seed1, bits1) {
-            return Err(format!(
-                "filter {} has seed {seed:#x} and {bits}-bit tags, filter 1 seed {seed1:#x} and {bits1}-bit tags: a chain's filters must hash alike",
-                k + 1
-            ));
-        }
+/// Every filter of a chain must hash as the first: `(seed, tag bits, hash
+/// algorithm)` of each, in order; else what differs.
+fn check_hashing(filters: impl Iterator<Item = (u64, u32, &'static str)>) -> Result<(), String> {
+    let mut filters = filters.enumerate();
+    let Some((_, (seed1, bits1, hash1))) = filters.next() else {
+        return Ok(());
+    };
+    match filters.find(|&(_, f)| f != (seed1, bits1, hash1)) {
+        None => Ok(()),
+        Some((k, (seed, bits, hash))) => Err(format!(
+            "filter {} has seed {seed:#x}, {bits}-bit tags and hash {hash}, filter 1 seed {seed1:#x}, {bits1}-bit tags and hash {hash1}: a chain's filters must hash alike",
+            k + 1
+        )),
     }
-    Ok(())
 }
 
 fn unreadable(path: &Path, e: io::Error) -> FileProblem {
@@ -285,21 +260,10 @@ fn unreadable(path: &Path, e: io::Error) -> FileProblem {
     )
 }
 
-enum Opened {
-    /// Not a chain: the library's loaders read it by its path.
-    Single,
-    Chain(ChainReader),
-}
-
-/// A chain file past its checked header.
-struct ChainReader {
-    reader: BufReader<File>,
-    count: u32,
-}
-
-/// Opens `path` and tells a chain from a single filter, checking a
-/// chain's count against the file's length.
-fn read_framing(path: &Path) -> Result<Opened, FileProblem> {
+/// Opens `path` and tells a chain from a single filter: the reader, at the
+/// start of the file, or of a chain's first filter with the chain's count
+/// (checked against the file's length).
+fn read_framing(path: &Path) -> Result<(BufReader<File>, Option<u32>), FileProblem> {
     let mut file = File::open(path).map_err(|e| unreadable(path, e))?;
     let meta = file.metadata().map_err(|e| unreadable(path, e))?;
     if meta.is_dir() {
@@ -313,82 +277,73 @@ fn read_framing(path: &Path) -> Result<Opened, FileProblem> {
         .take(CHAIN_HEADER_LEN)
         .read_to_end(&mut head)
         .map_err(|e| unreadable(path, e))?;
-    let got = head.len();
-    if !head.starts_with(CHAIN_MAGIC) {
-        return Ok(Opened::Single);
-    }
-    if got < CHAIN_HEADER_LEN as usize {
-        return Err(FileProblem::Invalid(format!(
-            "truncated chain header: {got} of {CHAIN_HEADER_LEN} bytes"
-        )));
-    }
-    let count = u32::from_le_bytes(head[8..].try_into().expect("4 bytes"));
+    let count = match head.strip_prefix(CHAIN_MAGIC) {
+        None => None,
+        Some(n) => Some(u32::from_le_bytes(n.try_into().map_err(|_| {
+            FileProblem::Invalid(format!(
+                "truncated chain header: {} of {CHAIN_HEADER_LEN} bytes",
+                head.len()
+            ))
+        })?)),
+    };
     let room = meta.len().saturating_sub(CHAIN_HEADER_LEN) / MIN_FILTER_BYTES;
-    if count == 0 {
-        return Err(FileProblem::Invalid(
-            "damaged chain header: it announces 0 filters".to_string(),
-        ));
-    }
-    if count > MAX_CHAIN_FILTERS || u64::from(count) > room {
+    if let Some(n) = count.filter(|&n| n == 0 || n > MAX_CHAIN_FILTERS || u64::from(n) > room) {
         return Err(FileProblem::Invalid(format!(
-            "damaged chain header: it announces {count} filters; its {} bytes hold at most {} (the file is damaged or truncated)",
-            meta.len(),
-            room.min(u64::from(MAX_CHAIN_FILTERS))
+            "damaged chain header: it announces {n} filters{}",
+            match n {
+                0 => String::new(),
+                _ => format!(
+                    "; its {} bytes hold at most {} (the file is damaged or truncated)",
+                    meta.len(),
+                    room.min(u64::from(MAX_CHAIN_FILTERS))
+                ),
+            }
         )));
     }
-    file.seek(io::SeekFrom::Start(CHAIN_HEADER_LEN))
+    let at = if count.is_some() { CHAIN_HEADER_LEN } else { 0 };
+    file.seek(io::SeekFrom::Start(at))
         .map_err(|e| unreadable(path, e))?;
-    Ok(Opened::Chain(ChainReader {
-        reader: BufReader::new(file),
-        count,
-    }))
+    Ok((BufReader::new(file), count))
 }
 
-impl ChainReader {
-    /// Calls `each(reader, k)` for filters `k = 1..=count`, the reader at
-    /// the start of filter `k`, while it returns `true`; then checks that
-    /// nothing follows the last filter.
-    fn walk(
-        &mut self,
-        path: &Path,
-        mut each: impl FnMut(&mut dyn Read, u32) -> Result<bool, LoadError>,
-    ) -> Result<(), FileProblem> {
-        let count = self.count;
-        for k in 1..=count {
-            if self.at_end(path)? {
-                return Err(FileProblem::Invalid(format!(
-                    "truncated chain: its header announces {count} filters, the file ends after {}",
-                    k - 1
-                )));
-            }
-            match each(&mut self.reader, k) {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(e) => {
-                    return Err(match FileProblem::of_load(path, e) {
-                        FileProblem::Invalid(why) => {
-                            FileProblem::Invalid(format!("filter {k} of {count}: {why}"))
-                        }
-                        unreadable => unreadable,
-                    })
-                }
-            }
-        }
-        if !self.at_end(path)? {
+/// Calls `each(reader, k)` for the filters `k = 1..=count` of a chain, the
+/// reader at the start of filter `k`, while it returns `true`; then checks
+/// that nothing follows the last filter.
+fn walk(
+    path: &Path,
+    reader: &mut BufReader<File>,
+    count: u32,
+    mut each: impl FnMut(&mut dyn Read, u32) -> Result<bool, LoadError>,
+) -> Result<(), FileProblem> {
+    let at_end = |r: &mut BufReader<File>| {
+        r.fill_buf()
+            .map(<[u8]>::is_empty)
+            .map_err(|e| unreadable(path, e))
+    };
+    for k in 1..=count {
+        if at_end(reader)? {
             return Err(FileProblem::Invalid(format!(
-                "bytes after the last of its {count} filters: the file is damaged"
+                "truncated chain: its header announces {count} filters, the file ends after {}",
+                k - 1
             )));
         }
-        Ok(())
+        match each(reader, k).map_err(|e| FileProblem::of_load(path, e)) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(FileProblem::Invalid(why)) => {
+                return Err(FileProblem::Invalid(format!(
+                    "filter {k} of {count}: {why}"
+                )))
+            }
+            Err(unreadable) => return Err(unreadable),
+        }
     }
-
-    fn at_end(&mut self, path: &Path) -> Result<bool, FileProblem> {
-        Ok(self
-            .reader
-            .fill_buf()
-            .map_err(|e| unreadable(path, e))?
-            .is_empty())
+    if !at_end(reader)? {
+        return Err(FileProblem::Invalid(format!(
+            "bytes after the last of its {count} filters: the file is damaged"
+        )));
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -415,7 +370,7 @@ mod tests {
         let mut bytes = Vec::new();
         write_chain(&mut bytes, &[&a, &b]).unwrap();
         std::fs::write(&path, &bytes).unwrap();
-        let Ok(Loaded::Chain(back)) = load(&path) else {
+        let Ok(Loaded::Cuckoo(back)) = load(&path) else {
             panic!("not loaded as a chain")
         };
         assert_eq!(back.len(), 2);

@@ -5,28 +5,19 @@ use crate::human::HumanCount;
 use koel::{BloomFilter, CuckooFilter, Filter, InsertError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What the commands report about a filter at one moment. Fields a kind
-/// does not track are `None`.
+/// What the commands report about a filter at one moment: the fields of
+/// koel's `Stats` of the same names; `None` where a kind does not track one.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Snapshot {
-    /// Items stored.
     pub len: usize,
-    /// Tag slots (cuckoo) or `None`.
+    /// Tag slots (`Stats::capacity`).
     pub slots: Option<usize>,
-    /// `len / slots`, or `None`.
     pub load_factor: Option<f64>,
-    /// Heap bytes of the table.
     pub memory_bytes: usize,
-    /// Expected false-positive rate at this fill.
     pub false_positive_rate: f64,
-    /// Times the table has doubled.
     pub generation: u32,
-    /// Tags moved by displacement (cuckoo).
     pub displacements: Option<u64>,
-    /// Inserts that found a full table (each starts a doubling, or fails
-    /// if growth is refused).
     pub insert_failures: Option<u64>,
-    /// Doublings refused (FPR or memory bound).
     pub growth_refusals: Option<u64>,
 }
 
@@ -45,12 +36,10 @@ impl Snapshot {
     }
 }
 
-/// A [`Filter`] as the commands use it: everything the trait offers, a
-/// statistics snapshot, and a batch dedup insert. The defaults work for
-/// any `Filter` (a test double needs nothing more); koel's own kinds
-/// override them with their richer inherent APIs.
+/// A [`Filter`] as the commands use it, with a statistics snapshot and a
+/// batch dedup insert. The defaults work for any `Filter` (a test double
+/// needs nothing more); koel's own kinds override them.
 pub trait CliFilter: Filter {
-    /// Sizes and counters now.
     fn snapshot(&self) -> Snapshot {
         Snapshot {
             len: self.len(),
@@ -70,7 +59,7 @@ pub trait CliFilter: Filter {
         Ok(())
     }
 
-    /// A one-line description: kind and layout.
+    /// Kind and layout, on one line.
     fn describe(&self) -> String {
         self.kind().name().to_string()
     }
@@ -137,16 +126,8 @@ impl CliFilter for CuckooFilter {
     #[inline]
     fn owner(&self, hash: u64, parts: usize) -> usize {
         let bits = self.fingerprint_bits();
-        ((tag_of(hash, bits) * parts as u64) >> bits) as usize
+        ((self.fingerprint(hash) * parts as u64) >> bits) as usize
     }
-}
-
-/// The tag koel's cuckoo filter derives from `hash` (its top bits onto
-/// `1..=2^w - 2`); a test checks it against the filter's own.
-#[inline]
-fn tag_of(hash: u64, bits: u32) -> u64 {
-    let top = hash >> (64 - bits);
-    1 + ((top * ((1u64 << bits) - 2)) >> bits)
 }
 
 impl CliFilter for BloomFilter {
@@ -159,10 +140,9 @@ impl CliFilter for BloomFilter {
     }
 }
 
-/// A broken filter for testing the testers: a [`CuckooFilter`] that
-/// silently drops every `drop_every`-th insert (reports success, stores
-/// nothing), i.e. a filter with false negatives. `koel stress` must catch
-/// it and exit non-zero.
+/// A broken filter for testing the testers (`stress --kind
+/// lossy-test-double`): a [`CuckooFilter`] that drops every
+/// `drop_every`-th insert and reports success. `koel stress` must fail.
 pub struct LossyFilter {
     inner: CuckooFilter,
     drop_every: u64,
@@ -170,7 +150,6 @@ pub struct LossyFilter {
 }
 
 impl LossyFilter {
-    /// Wraps `inner`, losing one insert in `drop_every` (at least 1).
     pub fn new(inner: CuckooFilter, drop_every: u64) -> Self {
         LossyFilter {
             inner,
@@ -179,7 +158,6 @@ impl LossyFilter {
         }
     }
 
-    /// Whether this insert is one to lose.
     fn lose(&self) -> bool {
         // Relaxed: a plain counter; which insert is lost does not matter.
         (self.inserts.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(self.drop_every)
@@ -265,7 +243,6 @@ pub fn full_load_rate(fingerprint_bits: u32) -> f64 {
     1.0 - (1.0 - 1.0 / values).powf(2.0 * lanes * load)
 }
 
-/// `capacity` as the builders take it, or why a filter that large cannot be.
 fn items(capacity: u64) -> anyhow::Result<usize> {
     usize::try_from(capacity)
         .map_err(|_| anyhow::anyhow!("a filter for {capacity} items does not fit in memory"))
@@ -344,7 +321,11 @@ mod tests {
         for bits in [16, 12] {
             let f = cuckoo(10_000, bits, Some(5), None).unwrap();
             for h in (0..100_000).map(crate::keys::mix64) {
-                assert_eq!(tag_of(h, bits), f.placement(h).0, "bits {bits}, hash {h:x}");
+                assert_eq!(
+                    f.fingerprint(h),
+                    f.placement(h).0,
+                    "bits {bits}, hash {h:x}"
+                );
                 assert!(f.owner(h, 7) < 7);
             }
         }

@@ -5,7 +5,7 @@ use crate::filters::CliFilter;
 use crate::human::{HumanBytes, HumanCount};
 use crate::Outcome;
 use koel::{ChecksumStatus, FileInfo, FilterKind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -16,7 +16,6 @@ filter and their summed false-positive rate. Exit status: 0 for an intact
 file; 1 if the file was read and is not an intact koel filter; 2 if it
 cannot be read at all (missing, no permission, a directory).";
 
-/// Options of `koel info`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -24,27 +23,20 @@ pub struct Args {
     pub file: PathBuf,
 }
 
-/// Runs `koel info`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
-    let inspected = match filter_file::inspect(&args.file) {
-        Ok(i) => i,
-        Err(p) => return p.report(&prefix),
-    };
-    let loaded = match &inspected.problem {
+    show_file(&args.file).or_else(|p| p.report(&prefix))
+}
+
+fn show_file(path: &Path) -> Result<Outcome, FileProblem> {
+    let inspected = filter_file::inspect(path)?;
+    let loaded = match inspected.problem {
         Some(_) => None,
-        None => match filter_file::load(&args.file) {
-            Ok(l) => Some(l),
-            Err(p) => return p.report(&prefix),
-        },
+        None => Some(filter_file::load(path)?),
     };
     let filters = loaded.as_ref().map_or_else(Vec::new, Loaded::filters);
-    let size = std::fs::metadata(&args.file).map_or(0, |m| m.len());
-    println!(
-        "file         {} ({})",
-        args.file.display(),
-        HumanBytes(size)
-    );
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    println!("file         {} ({})", path.display(), HumanBytes(size));
     match inspected.chain {
         None => show(&inspected.filters[0], filters.first().copied(), ""),
         Some(n) => {
@@ -68,10 +60,10 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             }
         }
     }
-    if let Some(p) = inspected.problem {
-        return FileProblem::Invalid(p).report(&prefix);
+    match inspected.problem {
+        Some(p) => Err(FileProblem::Invalid(p)),
+        None => Ok(Outcome::Success),
     }
-    Ok(Outcome::Success)
 }
 
 /// The lines of one filter: its header, items, and (if it loaded) memory

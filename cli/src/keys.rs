@@ -72,12 +72,10 @@ const ZIPF_RING: usize = 1 << 20;
 pub struct FastRng(u64);
 
 impl FastRng {
-    /// A generator seeded from `seed`.
     pub fn new(seed: u64) -> Self {
         FastRng(mix64(seed))
     }
 
-    /// The next 64 random bits.
     #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0xa076_1d64_78bd_642f);

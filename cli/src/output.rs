@@ -39,7 +39,6 @@ pub enum Stream {
 }
 
 impl Stream {
-    /// Opens `path` for streaming.
     pub fn create(path: &Path) -> anyhow::Result<Stream> {
         let context = || format!("cannot write {}", path.display());
         match std::fs::metadata(path) {
@@ -54,7 +53,6 @@ impl Stream {
         }
     }
 
-    /// The file to write to.
     pub fn file(&mut self) -> &mut File {
         match self {
             Stream::Replace(f) => f.file(),

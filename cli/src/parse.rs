@@ -9,94 +9,49 @@ use std::time::Duration;
 /// 8.2 x 10^6 is 8199999.999999999).
 pub fn count(s: &str) -> Result<u64, String> {
     let t: String = s.trim().chars().filter(|&c| c != '_').collect();
-    let (number, scale) = match t.chars().last() {
+    let (number, mut exponent) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 3),
         Some('m' | 'M') => (&t[..t.len() - 1], 6),
         Some('g' | 'G') => (&t[..t.len() - 1], 9),
-        _ => (&t[..], 0),
+        _ => (&t[..], 0i64),
     };
-    let Some(d) = Decimal::parse(number) else {
+    // `[+-]int[.frac][e[+-]exp]`, with at least one digit before the `e`.
+    let negative = number.starts_with('-');
+    let number = number.strip_prefix(['+', '-']).unwrap_or(number);
+    let (mantissa, exp) = number.split_once(['e', 'E']).unwrap_or((number, "0"));
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let exp_digits = exp.strip_prefix(['+', '-']).unwrap_or(exp);
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if int.len() + frac.len() == 0
+        || exp_digits.is_empty()
+        || ![int, frac, exp_digits].map(digits).iter().all(|&d| d)
+    {
         return Err(format!(
             "{s:?} is not a count (e.g. 1000000, 500k, 1.5M, 1e6)"
         ));
-    };
-    if d.negative || d.digits.is_empty() {
+    }
+    // Any exponent beyond 2^40 is absurd or a fraction alike.
+    let sign = if exp.starts_with('-') { -1 } else { 1 };
+    exponent += sign * exp_digits.parse::<i64>().unwrap_or(i64::MAX).min(1 << 40);
+    // The significant digits, without leading or trailing zeros.
+    let all = format!("{int}{frac}");
+    let significant = all.trim_start_matches('0');
+    let digits = significant.trim_end_matches('0');
+    exponent += (significant.len() - digits.len()) as i64 - frac.len() as i64;
+    if negative || digits.is_empty() {
         return Err(format!("{s:?} must be at least 1"));
     }
-    let exponent = d.exponent + scale;
     if exponent < 0 {
-        // `digits` ends in a non-zero digit, so a negative exponent
-        // leaves a fraction.
+        // `digits` ends in a non-zero digit: a fraction is left.
         return Err(format!(
             "{s:?} is not a whole number: a count must be whole after its suffix (e.g. 1500 or 1.5k, not 1.5)"
         ));
     }
-    // Above 10^15 if it has more than 16 digits before the point.
-    if d.digits.len() as i64 + exponent > 16 {
-        return Err(format!("{s:?} is absurdly large (at most 10^15)"));
-    }
-    let value =
-        d.digits.parse::<u64>().expect("at most 16 decimal digits") * 10u64.pow(exponent as u32);
-    if value > 1_000_000_000_000_000 {
-        return Err(format!("{s:?} is absurdly large (at most 10^15)"));
-    }
-    Ok(value)
-}
-
-/// A decimal number as `digits` x 10^`exponent`, exactly.
-struct Decimal {
-    negative: bool,
-    /// Significant digits, without leading or trailing zeros (empty for
-    /// zero).
-    digits: String,
-    exponent: i64,
-}
-
-impl Decimal {
-    /// `[+-]int[.frac][e[+-]exp]` (at least one digit before the
-    /// exponent), or `None`.
-    fn parse(text: &str) -> Option<Decimal> {
-        let (negative, rest) = match text.as_bytes().first() {
-            Some(b'-') => (true, &text[1..]),
-            Some(b'+') => (false, &text[1..]),
-            _ => (false, text),
-        };
-        let (mantissa, exp) = match rest.find(['e', 'E']) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
-        };
-        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let all_digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-        if int.len() + frac.len() == 0 || !all_digits(int) || !all_digits(frac) {
-            return None;
-        }
-        let mut exponent = match exp {
-            None => 0,
-            Some(e) => {
-                let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-                if digits.is_empty() || !all_digits(digits) {
-                    return None;
-                }
-                // Any exponent beyond this is absurd or a fraction alike.
-                let magnitude = digits.parse::<i64>().unwrap_or(i64::MAX).min(1 << 40);
-                if e.starts_with('-') {
-                    -magnitude
-                } else {
-                    magnitude
-                }
-            }
-        };
-        exponent -= frac.len() as i64;
-        let all = format!("{int}{frac}");
-        let significant = all.trim_start_matches('0');
-        let digits = significant.trim_end_matches('0');
-        exponent += (significant.len() - digits.len()) as i64;
-        Some(Decimal {
-            negative,
-            digits: digits.to_string(),
-            exponent,
-        })
-    }
+    // More than 16 digits before the point is above 10^15.
+    let value = (digits.len() as i64 + exponent <= 16)
+        .then(|| digits.parse::<u64>().expect("at most 16 digits") * 10u64.pow(exponent as u32))
+        .filter(|&v| v <= 1_000_000_000_000_000);
+    value.ok_or_else(|| format!("{s:?} is absurdly large (at most 10^15)"))
 }
 
 /// A duration from 1 ms to 1 day: seconds (`10`, `2.5`, `10s`) or

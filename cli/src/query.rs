@@ -19,7 +19,6 @@ chain of filters answers maybe if any of its filters does.
 Exit status with a single key on the command line: 0 if maybe present, 1
 if absent. Otherwise 0. 2 on an error (missing or damaged file).";
 
-/// Options of `koel query`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -29,7 +28,6 @@ pub struct Args {
     pub keys: Vec<String>,
 }
 
-/// Runs `koel query`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let filter = crate::filter_file::open(&args.file)?;
     let mut out = BufWriter::new(std::io::stdout().lock());

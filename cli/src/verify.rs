@@ -3,7 +3,7 @@
 use crate::filter_file::{self, FileProblem};
 use crate::human::HumanCount;
 use crate::Outcome;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -16,7 +16,6 @@ its framing. Exit status: 0 if the file is intact; 1 if it was read and is
 not an intact koel filter (one line on stderr says how); 2 if it cannot
 be read at all (missing, no permission, a directory).";
 
-/// Options of `koel verify`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
 pub struct Args {
@@ -24,21 +23,18 @@ pub struct Args {
     pub file: PathBuf,
 }
 
-/// Runs `koel verify`.
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let path = &args.file;
-    let prefix = format!("koel verify: {}: FAILED: ", path.display());
-    let inspected = match filter_file::inspect(path) {
-        Ok(i) => i,
-        Err(p) => return p.report(&prefix),
-    };
+    let prefix = format!("koel verify: {}: FAILED: ", args.file.display());
+    verify(&args.file).or_else(|p| p.report(&prefix))
+}
+
+fn verify(path: &Path) -> Result<Outcome, FileProblem> {
+    let inspected = filter_file::inspect(path)?;
     if let Some(problem) = inspected.problem {
-        return FileProblem::Invalid(problem).report(&prefix);
+        return Err(FileProblem::Invalid(problem));
     }
     // Loading re-checks every field and word, and the file length.
-    if let Err(p) = filter_file::load(path) {
-        return p.report(&prefix);
-    }
+    filter_file::load(path)?;
     let items: u64 = inspected
         .filters
         .iter()

@@ -3,7 +3,10 @@
 
 mod common;
 
-use common::{assert_check_fails, assert_one_line_error, build, koel, query_maybes};
+use common::{
+    assert_check_fails, assert_one_line_error, assert_query_maybe, assert_state_holds_all, build,
+    koel, query_maybes,
+};
 use std::path::Path;
 
 /// Builds a filter file of `user-1..=n` in `dir`.
@@ -103,7 +106,7 @@ fn info_and_verify_describe_an_intact_file() {
         "hash probe   matches this build",
         "fpr",
     ];
-    info_and_verify_accept(&file, 2, "xxh3", &more);
+    info_and_verify_accept(&file, 3, "fold", &more);
 }
 
 #[test]
@@ -111,6 +114,35 @@ fn info_and_verify_name_a_version_1_file_and_its_hash() {
     // Written by the last format version 1 build (koel's golden files).
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/v1_cuckoo12_fixed.koel");
     info_and_verify_accept(&v1, 1, "ahash", &[]);
+}
+
+/// A version 2 file (XXH3) is named as such, and a dedup run that carries
+/// it on (through doublings) saves it as version 2 still, holding every
+/// key: its filter kept its hash and addressing.
+#[test]
+fn a_version_2_file_is_named_and_stays_version_2() {
+    let v2 = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/v2_cuckoo16.koel");
+    info_and_verify_accept(&v2, 2, "xxh3", &["hash probe   matches this build"]);
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("seen.koel");
+    std::fs::copy(&v2, &state).unwrap();
+    let input = dir.path().join("in.txt");
+    let keys: String = (0..3_000).map(|i| format!("key-{i}\n")).collect();
+    std::fs::write(&input, keys).unwrap();
+    let out = koel()
+        .args(["dedup", "--state"])
+        .arg(&state)
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // New keys, but for the few false positives of a filter growing
+    // under a 1% bound.
+    let new = String::from_utf8(out.stdout).unwrap().lines().count();
+    assert!((2_900..=3_000).contains(&new), "{new} of 3,000 keys new");
+    info_and_verify_accept(&state, 2, "xxh3", &["(generation 4)"]);
+    assert_state_holds_all(&state, &input);
+    assert_query_maybe(&state, &["key-0", "key-2999"]);
 }
 
 #[test]
@@ -411,8 +443,8 @@ fn info_verify_and_query_read_a_filter_with_levels() {
     let items = koel_cli::human::HumanCount(n as u64).to_string();
     info_and_verify_accept(
         &file,
-        2,
-        "xxh3",
+        3,
+        "fold",
         &[
             "levels       3: grown past its tag bits, 2 levels of 21-bit tags above the first",
             "level 1      21-bit tags x 3",
@@ -427,7 +459,7 @@ fn info_verify_and_query_read_a_filter_with_levels() {
         .assert()
         .success()
         .stdout(predicates::str::contains(format!(
-            "OK (cuckoo filter, format version 2, {items} items in 3 levels, checksums valid, hash probes match)"
+            "OK (cuckoo filter, format version 3, {items} items in 3 levels, checksums valid, hash probes match)"
         )));
     let present: String = (1..=n).map(|i| format!("user-{i}\n")).collect();
     let out = koel()

@@ -13,7 +13,7 @@ use koel::{BloomFilter, CuckooFilter};
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
-/// The header's length: 80 bytes in format version 1, 96 in version 2.
+/// The header's length: 80 bytes in format version 1, 96 in versions 2 and 3.
 fn header_len(file: &[u8]) -> usize {
     if file[8..10] == [1, 0] {
         80
@@ -40,7 +40,9 @@ fn le(b: &[u8]) -> u64 {
 }
 
 /// A hash whose tag is `tag` and one of whose buckets is `bucket`, found
-/// by inverting the documented mapping and checked with `placement`.
+/// by inverting the documented mapping (the tags of versions 2 and 3 differ
+/// by at most one step of `top`: the candidates around it cover both) and
+/// checked with `placement`.
 fn hash_for(f: &CuckooFilter, m0: u64, bits: u32, bucket: usize, tag: u64) -> Option<u64> {
     let local = bucket as u64 % m0;
     let low = ((local << 32) + m0 - 1) / m0;

@@ -4,7 +4,7 @@ use super::storage::Blocks;
 use super::{sizing, BloomFilter};
 use crate::cuckoo::DEFAULT_CAPACITY;
 use crate::error::BuildError;
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 
 /// Default target false-positive rate: one in a thousand.
 pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 1e-3;
@@ -78,7 +78,10 @@ impl BloomFilterBuilder {
             blocks,
             block_count: plan.blocks,
             rounds: plan.rounds,
-            hasher: KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed)),
+            hasher: KeyHasher::with_algorithm(
+                self.seed.unwrap_or_else(KeyHasher::random_seed),
+                HashAlgorithm::Xxh3,
+            ),
             capacity: self.capacity,
             target_fpr: self.false_positive_rate,
         })

@@ -6,7 +6,7 @@
 
 use super::storage::Blocks;
 use super::BloomFilter;
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::sync::Ordering::Relaxed;
 use std::hash::Hash;
 
@@ -141,7 +141,7 @@ impl<K: Hash> Extend<K> for &BloomFilter {
 impl<K: Hash> FromIterator<K> for BloomFilter {
     fn from_iter<I: IntoIterator<Item = K>>(items: I) -> Self {
         let seed = KeyHasher::random_seed();
-        let hasher = KeyHasher::new(seed);
+        let hasher = KeyHasher::with_algorithm(seed, HashAlgorithm::Xxh3);
         let hashes: Vec<u64> = items.into_iter().map(|k| hasher.hash(&k)).collect();
         let f = match BloomFilter::builder()
             .capacity(hashes.len().max(1))

@@ -2,7 +2,7 @@
 
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::BuildError;
-use crate::hash::KeyHasher;
+use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::geometry::{Geometry, MAX_M0, MIN_M0};
 use crate::raw::table::Table;
 
@@ -25,6 +25,8 @@ pub struct CuckooFilterBuilder {
     capacity: usize,
     fingerprint_bits: u32,
     seed: Option<u64>,
+    /// Set by [`hash_like`](Self::hash_like); else the newest algorithm.
+    algorithm: Option<HashAlgorithm>,
     policy: GrowthPolicy,
     #[cfg(loom)]
     canary: crate::loom_support::Canary,
@@ -36,6 +38,7 @@ impl Default for CuckooFilterBuilder {
             capacity: DEFAULT_CAPACITY,
             fingerprint_bits: 16,
             seed: None,
+            algorithm: None,
             policy: GrowthPolicy::default(),
             #[cfg(loom)]
             canary: Default::default(),
@@ -63,6 +66,27 @@ impl CuckooFilterBuilder {
     /// every filter draws a random seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Hash keys exactly as `other` does (its seed and hash algorithm), so
+    /// that a hash from [`other.hash`](CuckooFilter::hash) may be passed to
+    /// the `*_hash` calls of the new filter: for filters that take the
+    /// same keys side by side, such as a chain of filters queried with one
+    /// hash. A filter loaded from an older file hashes as that file did,
+    /// and so does one built like it (and it saves in that file's format
+    /// version).
+    ///
+    /// ```
+    /// let a = koel::CuckooFilter::with_capacity(1000);
+    /// let b = koel::CuckooFilter::builder().capacity(50).hash_like(&a).build()?;
+    /// assert!(b.hashes_like(&a));
+    /// assert_eq!(b.hash(&42u64), a.hash(&42u64));
+    /// # Ok::<(), koel::BuildError>(())
+    /// ```
+    pub fn hash_like(mut self, other: &CuckooFilter) -> Self {
+        self.seed = Some(other.seed());
+        self.algorithm = Some(other.hash_algorithm());
         self
     }
 
@@ -148,7 +172,12 @@ impl CuckooFilterBuilder {
                 return Err(BuildError::ExceedsMaxMemory { bytes, max });
             }
         }
-        let mut table = Table::new(Geometry::new(m0, 0))
+        let hasher = KeyHasher::with_algorithm(
+            self.seed.unwrap_or_else(KeyHasher::random_seed),
+            self.algorithm.unwrap_or(HashAlgorithm::Fold),
+        );
+        let addressing = super::addressing_of(hasher.algorithm());
+        let mut table = Table::new(Geometry::new(m0, 0, addressing))
             .map_err(|e| BuildError::AllocationFailed { bytes: e.bytes })?;
         #[cfg(loom)]
         {
@@ -156,7 +185,6 @@ impl CuckooFilterBuilder {
         }
         #[cfg(not(loom))]
         let _ = &mut table;
-        let hasher = KeyHasher::new(self.seed.unwrap_or_else(KeyHasher::random_seed));
         let upper = super::levels::Upper::first(&self.policy);
         Ok(CuckooFilter::assemble(
             table,

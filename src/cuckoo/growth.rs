@@ -191,7 +191,7 @@ impl CuckooFilter {
         }
         let geo = t.geometry();
         let generation = geo.generation() + 1;
-        let Ok(next_geo) = Geometry::checked(geo.m0(), generation, self.layout.tag_bits()) else {
+        let Ok(next_geo) = geo.doubled(self.layout.tag_bits()) else {
             return refused(InsertError::Full);
         };
         // `checked` keeps the table's bytes below `isize::MAX`.
@@ -221,7 +221,8 @@ impl CuckooFilter {
             Backoff::default().snooze();
             return Ok(());
         }
-        let mut next_table = match Table::new(Geometry::new(geo.m0(), geo.generation() + 1)) {
+        let next_geo = Geometry::new(geo.m0(), geo.generation() + 1, geo.addressing());
+        let mut next_table = match Table::new(next_geo) {
             Ok(table) => table,
             Err(e) => {
                 t.release_growth_claim();

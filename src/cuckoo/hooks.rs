@@ -35,7 +35,7 @@ impl CuckooFilter {
         use crate::raw::geometry::Geometry;
         use crate::sync::Ordering;
         self.with_snapshot(|view| {
-            let geo = Geometry::new(view.m0, view.generation);
+            let geo = Geometry::new(view.m0, view.generation, self.addressing());
             hashes
                 .iter()
                 .map(|&h| {

@@ -49,10 +49,10 @@ pub(crate) fn cold<R>(f: impl FnOnce() -> R) -> R {
 
 /// Which path a filter's `contains` and `insert` take, read where they
 /// dispatch on the layout (one load and compare, as the layout alone
-/// cost): a first level without levels above that hashes with XXH3 takes
-/// its layout's own path, which hashes without asking the algorithm;
-/// everything else (levels, and filters loaded from version 1 files,
-/// which hash with `ahash`) the cold general one. Set once, when the level
+/// cost): a first level without levels above that hashes with `Fold` (a
+/// filter of format version 3) takes its layout's own path, which hashes
+/// and addresses without asking which algorithm; everything else (levels,
+/// and filters loaded from version 1 and 2 files) the cold general one. Set once, when the level
 /// above is published.
 pub(crate) struct Route(AtomicUsize);
 
@@ -69,7 +69,7 @@ impl Route {
         has_upper: bool,
     ) -> Route {
         Route(AtomicUsize::new(match layout {
-            _ if has_upper || algorithm != HashAlgorithm::Xxh3 => Route::LEVELED,
+            _ if has_upper || algorithm != HashAlgorithm::Fold => Route::LEVELED,
             LayoutKind::Tags16x4 => Route::TAGS_16X4,
             LayoutKind::Tags12x5 => Route::TAGS_12X5,
             LayoutKind::Tags21x3 => Route::LEVELED,
@@ -258,9 +258,10 @@ impl CuckooFilter {
         match self.upper.get() {
             Some(upper) => {
                 self.prefetch_candidates::<L21x3>(hash);
-                upper.contains_upper(hash) || self.contains_here_in::<L21x3>(hash)
+                upper.contains_upper(hash)
+                    || self.contains_here_in::<L21x3>(hash, self.addressing())
             }
-            None => self.contains_here_in::<L21x3>(hash),
+            None => self.contains_here_in::<L21x3>(hash, self.addressing()),
         }
     }
 
@@ -293,7 +294,12 @@ impl CuckooFilter {
         if !unique {
             // An upper level: `L21x3`, no dispatch.
             let newest = self.newest();
-            return newest.insert_here_in::<L21x3>(hash, false, &newest.writer_pin());
+            return newest.insert_here_in::<L21x3>(
+                hash,
+                newest.addressing(),
+                false,
+                &newest.writer_pin(),
+            );
         }
         let _pin = self.writer_pin();
         loop {
@@ -471,7 +477,7 @@ impl CuckooFilter {
         let table = self.table();
         let items = (self.slots(table) as f64 * self.layout.sizing_load()) as usize;
         let m0 = super::builder::buckets_for(items, layout).map_err(|_| InsertError::Full)?;
-        let Ok(geo) = Geometry::checked(m0, 0, layout.tag_bits()) else {
+        let Ok(geo) = Geometry::checked(m0, 0, layout.tag_bits(), self.addressing()) else {
             return Err(InsertError::Full);
         };
         let bytes = Table::bytes_for(m0 as usize);

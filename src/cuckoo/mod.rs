@@ -28,9 +28,10 @@ use pinned::WriterPin;
 pub use stats::Stats;
 
 use crate::error::{BuildError, InsertError};
-use crate::hash::{KeyHasher, Known};
+use crate::hash::{HashAlgorithm, KeyHasher, Known};
 use crate::raw::bucket::{L12x5, L16x4, L21x3, Layout};
 use crate::raw::counters::Counters;
+use crate::raw::geometry::Addressing;
 use crate::raw::migrating::{self, Retry};
 use crate::raw::ops::{self, InsertFailure, Sealed, Search};
 use crate::raw::table::Table;
@@ -185,6 +186,16 @@ pub struct CuckooFilter {
     route: levels::Route,
 }
 
+/// How the tables of a filter hashing with `algorithm` find a hash's tag
+/// and buckets: format version 3 brought the `Fold` hash and the cheaper
+/// addressing together; filters of older files keep theirs.
+pub(crate) fn addressing_of(algorithm: HashAlgorithm) -> Addressing {
+    match algorithm {
+        HashAlgorithm::Fold => Addressing::V3,
+        HashAlgorithm::Xxh3 | HashAlgorithm::Ahash => Addressing::V1,
+    }
+}
+
 impl CuckooFilter {
     /// A builder with the defaults listed on [`CuckooFilterBuilder`].
     ///
@@ -234,6 +245,13 @@ impl CuckooFilter {
         {
             writers.canary = table.canary;
         }
+        // The one place a table meets its hasher: every table of a filter
+        // addresses as its hash algorithm's format version says.
+        assert_eq!(
+            table.geometry().addressing(),
+            addressing_of(hasher.algorithm()),
+            "a table addressed for another hash algorithm"
+        );
         let route = levels::Route::for_level(layout, hasher.algorithm(), upper.exists());
         CuckooFilter {
             tables: Tables::new(table),
@@ -252,6 +270,16 @@ impl CuckooFilter {
     #[inline(always)]
     pub(crate) fn table(&self) -> &Table {
         self.tables.current()
+    }
+
+    /// The algorithm this filter hashes keys with.
+    pub(crate) fn hash_algorithm(&self) -> HashAlgorithm {
+        self.hasher.algorithm()
+    }
+
+    /// The addressing of every table of this filter (`addressing_of`).
+    pub(crate) fn addressing(&self) -> Addressing {
+        addressing_of(self.hasher.algorithm())
     }
 
     /// What a writer holds for one operation: its announcement (see
@@ -296,10 +324,10 @@ impl CuckooFilter {
     ) -> Result<bool, InsertError> {
         match self.route.get() {
             levels::Route::TAGS_16X4 => {
-                self.insert_here_in::<L16x4>(hash(Known::Xxh3), unique, pin)
+                self.insert_here_in::<L16x4>(hash(Known::Fold), Addressing::V3, unique, pin)
             }
             levels::Route::TAGS_12X5 => {
-                self.insert_here_in::<L12x5>(hash(Known::Xxh3), unique, pin)
+                self.insert_here_in::<L12x5>(hash(Known::Fold), Addressing::V3, unique, pin)
             }
             _ => self.insert_leveled(hash(Known::Any), unique),
         }
@@ -312,14 +340,16 @@ impl CuckooFilter {
         unique: bool,
         pin: &WriterPin,
     ) -> Result<bool, InsertError> {
-        with_layout!(self, L => self.insert_here_in::<L>(hash, unique, pin))
+        let a = self.addressing();
+        with_layout!(self, L => self.insert_here_in::<L>(hash, a, unique, pin))
     }
 
-    /// `insert_here` for this level's layout `L`.
+    /// `insert_here` for this level's layout `L` and `addressing`.
     #[inline(always)]
     pub(crate) fn insert_here_in<L: Layout>(
         &self,
         hash: u64,
+        addressing: Addressing,
         unique: bool,
         _pin: &WriterPin,
     ) -> Result<bool, InsertError> {
@@ -330,11 +360,20 @@ impl CuckooFilter {
             // insert never asks.
             let fast = if unique {
                 let above = || self.contains_above(hash);
-                ops::insert_hash::<L>(t, hash, true, above, Search::UnlessHinted, &self.counters)
+                ops::insert_hash::<L>(
+                    t,
+                    hash,
+                    addressing,
+                    true,
+                    above,
+                    Search::UnlessHinted,
+                    &self.counters,
+                )
             } else {
                 ops::insert_hash::<L>(
                     t,
                     hash,
+                    addressing,
                     false,
                     ops::nowhere,
                     Search::UnlessHinted,
@@ -420,12 +459,16 @@ impl CuckooFilter {
     /// layout's lookup; one that has levels (or is one) takes the cold
     /// path, which asks the levels above on a negative answer. `hash` is
     /// told what the route knows of the hash algorithm (a fast route
-    /// hashes with XXH3 without asking).
+    /// hashes with `Fold`, and addresses as version 3, without asking).
     #[inline(always)]
     pub(crate) fn contains_in(&self, hash: impl FnOnce(Known) -> u64) -> bool {
         match self.route.get() {
-            levels::Route::TAGS_16X4 => self.contains_here_in::<L16x4>(hash(Known::Xxh3)),
-            levels::Route::TAGS_12X5 => self.contains_here_in::<L12x5>(hash(Known::Xxh3)),
+            levels::Route::TAGS_16X4 => {
+                self.contains_here_in::<L16x4>(hash(Known::Fold), Addressing::V3)
+            }
+            levels::Route::TAGS_12X5 => {
+                self.contains_here_in::<L12x5>(hash(Known::Fold), Addressing::V3)
+            }
             _ => self.contains_leveled(hash(Known::Any)),
         }
     }
@@ -433,14 +476,15 @@ impl CuckooFilter {
     /// `contains` on this level alone.
     #[inline(always)]
     pub(crate) fn contains_here(&self, hash: u64) -> bool {
-        with_layout!(self, L => self.contains_here_in::<L>(hash))
+        let a = self.addressing();
+        with_layout!(self, L => self.contains_here_in::<L>(hash, a))
     }
 
-    /// `contains_here` for this level's layout `L`.
+    /// `contains_here` for this level's layout `L` and `addressing`.
     #[inline(always)]
-    pub(crate) fn contains_here_in<L: Layout>(&self, hash: u64) -> bool {
+    pub(crate) fn contains_here_in<L: Layout>(&self, hash: u64, addressing: Addressing) -> bool {
         let t = self.table();
-        match ops::contains_hash::<L>(t, hash) {
+        match ops::contains_hash::<L>(t, hash, addressing) {
             Ok(found) => found,
             Err(Sealed) => self.read_slow(hash, |t, next, at| {
                 with_layout!(self, L => match next {
@@ -727,7 +771,7 @@ impl CuckooFilter {
     pub fn contains_hash_hardwired_16x4(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, LayoutKind::Tags16x4);
         let t = self.table();
-        match ops::contains_hash::<L16x4>(t, hash) {
+        match ops::contains_hash::<L16x4>(t, hash, self.addressing()) {
             Ok(found) => found || (self.upper.exists() && self.contains_above(hash)),
             Err(Sealed) => self.contains_in(|_| hash),
         }
@@ -825,9 +869,40 @@ impl CuckooFilter {
             .sum()
     }
 
+    /// The name of the algorithm this filter hashes keys with: `"fold"`
+    /// (filters built by this version), `"xxh3"` or `"ahash"` (loaded from
+    /// format version 2 or 1 files), as [`FileInfo`](crate::FileInfo)
+    /// names a file's.
+    pub fn hash_algorithm_name(&self) -> &'static str {
+        self.hash_algorithm().name()
+    }
+
+    /// Whether this filter hashes every key as `other` does (the same seed
+    /// and hash algorithm), so that hashes of one serve the other's
+    /// `*_hash` calls. See [`CuckooFilterBuilder::hash_like`].
+    pub fn hashes_like(&self, other: &CuckooFilter) -> bool {
+        self.seed() == other.seed() && self.hash_algorithm() == other.hash_algorithm()
+    }
+
     /// Bits per tag (16 or 12).
     pub fn fingerprint_bits(&self) -> u32 {
         self.layout.tag_bits()
+    }
+
+    /// The fingerprint (tag) this filter's first level stores for `hash`,
+    /// in `1..2^fingerprint_bits - 1`. In that level a key can only be
+    /// taken for another whose fingerprint is equal, so work sharded by
+    /// fingerprint keeps every pair of colliding keys on one shard (as
+    /// `koel dedup` does). Doubling never changes it.
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1000);
+    /// let h = f.hash(&42u64);
+    /// assert!((1..(1 << f.fingerprint_bits()) - 1).contains(&f.fingerprint(h)));
+    /// ```
+    pub fn fingerprint(&self, hash: u64) -> u64 {
+        let a = self.addressing();
+        with_layout!(self, L => crate::raw::geometry::Geometry::tag_of::<L>(hash, a))
     }
 
     /// Tags per bucket (4 or 5).

@@ -139,6 +139,8 @@ impl CuckooFilter {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::hash::HashAlgorithm;
+    use crate::raw::geometry::Addressing;
     use crate::sync::Ordering;
 
     #[test]
@@ -163,7 +165,7 @@ mod tests {
             f.layout,
             f.hasher.clone(),
             f.policy,
-            Geometry::new(m0, generation),
+            Geometry::new(m0, generation, f.addressing()),
             f.len() as u64,
             |dst| {
                 dst.copy_from_slice(&bytes);
@@ -214,9 +216,9 @@ mod tests {
         let own = 0x0005 | (0x0101 << 16);
         assert!(CuckooFilter::from_parts(
             l,
-            KeyHasher::new(0),
+            KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
             Default::default(),
-            Geometry::new(64, 2),
+            Geometry::new(64, 2, Addressing::V3),
             2,
             put(70, own)
         )
@@ -224,9 +226,9 @@ mod tests {
         assert!(matches!(
             CuckooFilter::from_parts(
                 l,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
-                Geometry::new(64, 2),
+                Geometry::new(64, 2, Addressing::V3),
                 2,
                 put(69, own | (0x0006 << 32))
             ),
@@ -235,9 +237,9 @@ mod tests {
         assert!(matches!(
             CuckooFilter::from_parts(
                 l,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
-                Geometry::new(64, 2),
+                Geometry::new(64, 2, Addressing::V3),
                 2,
                 put(3, own)
             ),
@@ -246,9 +248,9 @@ mod tests {
         assert!(matches!(
             CuckooFilter::from_parts(
                 LayoutKind::Tags12x5,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
-                Geometry::new(64, 1),
+                Geometry::new(64, 1, Addressing::V3),
                 1,
                 put(10, 0x001 << 48)
             ),
@@ -266,9 +268,9 @@ mod tests {
         assert!(matches!(
             CuckooFilter::from_parts(
                 l,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
-                Geometry::new(64, 0),
+                Geometry::new(64, 0, Addressing::V3),
                 0,
                 forwarded
             ),
@@ -281,9 +283,9 @@ mod tests {
         assert!(matches!(
             CuckooFilter::from_parts(
                 LayoutKind::Tags12x5,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
-                Geometry::new(64, 0),
+                Geometry::new(64, 0, Addressing::V3),
                 0,
                 high_bits
             ),
@@ -296,11 +298,11 @@ mod tests {
         // 2^44 buckets pass `Geometry::checked`, and the allocator refuses
         // them before `fill` runs.
         let never = |_: &mut [u8]| -> std::io::Result<()> { panic!("must not fill") };
-        let geo = Geometry::checked(1 << 32, 12, 16).unwrap();
+        let geo = Geometry::checked(1 << 32, 12, 16, Addressing::V3).unwrap();
         assert!(matches!(
             CuckooFilter::from_parts(
                 LayoutKind::Tags16x4,
-                KeyHasher::new(0),
+                KeyHasher::with_algorithm(0, HashAlgorithm::Fold),
                 Default::default(),
                 geo,
                 0,

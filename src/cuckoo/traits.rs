@@ -52,7 +52,7 @@ impl Clone for CuckooFilter {
             // the allocation means a larger table (rare; allocate again).
             let copied = self.with_snapshot(|view| {
                 if (view.m0, view.generation) != (geo.m0(), geo.generation()) {
-                    return Err(Geometry::new(view.m0, view.generation));
+                    return Err(Geometry::new(view.m0, view.generation, geo.addressing()));
                 }
                 Ok(with_layout_kind!(view.layout, L => copy_words::<L>(view.words, table.words())))
             });

@@ -10,6 +10,7 @@ use super::stream;
 use crate::bloom::parts::{BloomParts, FromPartsError, BIT_MAPPING_VERSION};
 use crate::bloom::BloomFilter;
 use crate::filter::FilterKind;
+use crate::hash::HashAlgorithm;
 use crate::sync::Ordering;
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -67,11 +68,18 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             value: h.max_memory,
         });
     }
+    // `Fold` (and with it version 3) is a cuckoo filter's hash only: no
+    // build writes a Bloom filter with it, and the probe cannot tell it
+    // from XXH3 (`saved::probe`), so refuse it by its id.
+    let algorithm = match h.algorithm()? {
+        HashAlgorithm::Fold => return Err(LoadError::UnknownHashAlgorithm(h.hash_algorithm)),
+        a => a,
+    };
     let parts = BloomParts {
         blocks: h.buckets,
         hashes: u32::from(h.tags_per_bucket),
         seed: h.seed,
-        algorithm: h.algorithm()?,
+        algorithm,
         capacity: h.m0,
         target_fpr: f64::from_bits(h.param64),
     };
@@ -207,7 +215,7 @@ impl BloomFilter {
     pub fn write_to<W: Write>(&self, writer: W) -> io::Result<()> {
         let p = self.parts();
         let header = Header {
-            version: format::FORMAT_VERSION,
+            version: format::written_version(p.algorithm.id()),
             kind: format::KIND_BLOOM,
             hash_algorithm: p.algorithm.id(),
             flags: 0,

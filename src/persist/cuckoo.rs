@@ -98,13 +98,17 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
     };
     // The engine's own definition of a table it can run (and grow).
     let generation = u32::from(h.generation);
-    let geo = Geometry::checked(h.m0, generation, layout.tag_bits()).map_err(|e| match e {
-        GeometryError::M0(m0) => LoadError::InvalidM0 { m0 },
-        GeometryError::Generation(_) => LoadError::InvalidGeneration {
-            generation: h.generation,
-            tag_bits: h.tag_bits,
-        },
-    })?;
+    let addressing = crate::cuckoo::addressing_of(algorithm);
+    let geo =
+        Geometry::checked(h.m0, generation, layout.tag_bits(), addressing).map_err(
+            |e| match e {
+                GeometryError::M0(m0) => LoadError::InvalidM0 { m0 },
+                GeometryError::Generation(_) => LoadError::InvalidGeneration {
+                    generation: h.generation,
+                    tag_bits: h.tag_bits,
+                },
+            },
+        )?;
     // `checked` keeps the table's bytes below `isize::MAX`: no overflow.
     let buckets = geo.buckets();
     if h.buckets != buckets {
@@ -465,7 +469,7 @@ impl CuckooFilter {
     fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
         self.with_snapshot(|view| {
             let header = Header {
-                version: format::FORMAT_VERSION,
+                version: format::written_version(view.hash_algorithm.id()),
                 kind: format::KIND_CUCKOO,
                 hash_algorithm: view.hash_algorithm.id(),
                 flags: if above { format::FLAG_LEVEL_ABOVE } else { 0 },
@@ -581,6 +585,7 @@ impl CuckooFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::geometry::Addressing;
 
     fn words(ws: &[u64]) -> Vec<u8> {
         ws.iter().flat_map(|w| w.to_le_bytes()).collect()
@@ -590,7 +595,7 @@ mod tests {
     fn flat(layout: LayoutKind) -> WordCheck {
         WordCheck::new(&Shape {
             layout,
-            geo: Geometry::new(crate::raw::geometry::MAX_M0, 0),
+            geo: Geometry::new(crate::raw::geometry::MAX_M0, 0, Addressing::V1),
             payload_len: 0,
             policy: GrowthPolicy::default(),
             algorithm: HashAlgorithm::Xxh3,
@@ -671,7 +676,7 @@ mod tests {
     /// The scan flags exactly the words that break the layout's rules or
     /// hold a tag of another region, written out lane by lane.
     fn scan_matches_the_region_definition<L: Layout>(generation: u32) {
-        let geo = Geometry::new(64, generation);
+        let geo = Geometry::new(64, generation, Addressing::V3);
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut refused = 0;
         for i in 0..20_000u64 {
@@ -732,9 +737,9 @@ mod tests {
         let l = LayoutKind::Tags16x4;
         let src = CuckooFilter::from_parts(
             l,
-            KeyHasher::new(5),
+            KeyHasher::with_algorithm(5, HashAlgorithm::Fold),
             GrowthPolicy::default(),
-            Geometry::new(128, 2),
+            Geometry::new(128, 2, Addressing::V3),
             0,
             |_| Ok(()),
         )

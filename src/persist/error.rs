@@ -54,7 +54,8 @@ pub enum LoadError {
         /// The kind in the file.
         found: FilterKind,
     },
-    /// The hash-algorithm byte names no algorithm this build implements.
+    /// The hash-algorithm byte names no algorithm this build implements
+    /// for the file's format version and filter kind.
     UnknownHashAlgorithm(u8),
     /// Flag bits this build does not understand are set.
     UnknownFlags(u32),
@@ -234,8 +235,9 @@ impl fmt::Display for LoadError {
             ),
             LoadError::UnknownHashAlgorithm(id) => write!(
                 f,
-                "unknown hash algorithm {id}: this build knows XXH3 (id 2) and, for version 1 \
-                 files, ahash (id 1)"
+                "unknown hash algorithm {id} for this format version and filter kind: this build \
+                 knows Fold (id 3) in version 3 cuckoo filter files, XXH3 (id 2) in version 2, \
+                 and ahash (id 1) in versions 1 and 2"
             ),
             LoadError::UnknownGrowth(code) => write!(
                 f,
@@ -454,8 +456,13 @@ mod tests {
                 &["holds a bloom filter, not a cuckoo filter"],
             ),
             (
-                LoadError::UnknownHashAlgorithm(3),
-                &["unknown hash algorithm 3", "XXH3 (id 2)", "ahash (id 1)"],
+                LoadError::UnknownHashAlgorithm(4),
+                &[
+                    "unknown hash algorithm 4",
+                    "Fold (id 3)",
+                    "XXH3 (id 2)",
+                    "ahash (id 1)",
+                ],
             ),
             (
                 LoadError::UnknownGrowth(5),

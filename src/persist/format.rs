@@ -9,9 +9,24 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// First 8 bytes of every koel file.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89KOEL\r\n\x1a";
-/// The format version this build writes (it reads 1 and 2).
-pub(crate) const FORMAT_VERSION: u16 = 2;
-/// Bytes of a version 2 header, its checksum included; the longest header.
+/// The newest format version this build reads (it reads 1 to 3) and
+/// writes.
+pub(crate) const FORMAT_VERSION: u16 = 3;
+
+/// The version a record hashed with the algorithm of id `hash_algorithm`
+/// is written in: 3 for `Fold`, which version 3 introduced (with its
+/// addressing), 2 for the others, so that a filter loaded from a version
+/// 2 file saves back to the bytes it was read from and older builds still
+/// read the Bloom filters this one writes. Both lay out the same header.
+pub(crate) fn written_version(hash_algorithm: u8) -> u16 {
+    if hash_algorithm == HashAlgorithm::Fold.id() {
+        3
+    } else {
+        2
+    }
+}
+
+/// Bytes of a version 2 or 3 header, its checksum included; the longest.
 pub(crate) const HEADER_LEN: usize = 96;
 /// Bytes of a version 1 header, its checksum included.
 pub(crate) const HEADER_LEN_V1: usize = 80;
@@ -59,7 +74,7 @@ pub(crate) mod offset {
     pub(crate) const HEADER_CHECKSUM: usize = 88;
 }
 
-/// The header length of format `version` (1 or 2).
+/// The header length of format `version` (1, 2 or 3).
 pub(crate) fn header_len(version: u16) -> usize {
     if version == 1 {
         HEADER_LEN_V1
@@ -107,8 +122,8 @@ pub(crate) fn check_prefix(b: &[u8]) -> Result<u16, LoadError> {
 /// The header fields, decoded but not yet checked against a filter kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
-    /// The file's format version (1 or 2); `encode` always writes the
-    /// current one.
+    /// The file's format version (1, 2 or 3); `encode` writes the one of
+    /// the hash algorithm ([`written_version`]).
     pub(crate) version: u16,
     pub(crate) kind: u8,
     pub(crate) hash_algorithm: u8,
@@ -145,11 +160,13 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl Header {
-    /// The header bytes of the current version, checksum included.
+    /// The header bytes, checksum included, in the version of its hash
+    /// algorithm ([`written_version`]).
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
-        b[offset::VERSION..offset::VERSION + 2].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let version = written_version(self.hash_algorithm);
+        b[offset::VERSION..offset::VERSION + 2].copy_from_slice(&version.to_le_bytes());
         b[offset::KIND] = self.kind;
         b[offset::HASH_ALGORITHM] = self.hash_algorithm;
         b[offset::FLAGS..offset::FLAGS + 4].copy_from_slice(&self.flags.to_le_bytes());
@@ -235,14 +252,14 @@ impl Header {
     }
 
     /// The hash algorithm the header names. Version 1 files were all
-    /// hashed with `ahash`.
+    /// hashed with `ahash`; version 2 has `ahash` or XXH3; version 3 is
+    /// `Fold` (the version also fixes how a cuckoo filter addresses).
     pub(crate) fn algorithm(&self) -> Result<HashAlgorithm, LoadError> {
-        match HashAlgorithm::from_id(self.hash_algorithm) {
-            Some(HashAlgorithm::Xxh3) if self.version == 1 => {
-                Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm))
-            }
-            Some(a) => Ok(a),
-            None => Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm)),
+        match (self.version, HashAlgorithm::from_id(self.hash_algorithm)) {
+            (1, Some(a @ HashAlgorithm::Ahash))
+            | (2, Some(a @ (HashAlgorithm::Ahash | HashAlgorithm::Xxh3)))
+            | (3, Some(a @ HashAlgorithm::Fold)) => Ok(a),
+            _ => Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm)),
         }
     }
 
@@ -295,7 +312,7 @@ mod tests {
 
     fn sample() -> Header {
         Header {
-            version: FORMAT_VERSION,
+            version: 2,
             kind: KIND_CUCKOO,
             hash_algorithm: 2,
             flags: 0,
@@ -325,6 +342,20 @@ mod tests {
         assert_eq!(b[10], 1, "kind: cuckoo");
         assert_eq!(b[11], 2, "hash algorithm: XXH3");
         assert_eq!(&b[12..16], &[0; 4], "flags");
+        // A `Fold` record is version 3, laid out the same.
+        let fold = Header {
+            version: 3,
+            hash_algorithm: 3,
+            ..h
+        };
+        let b3 = fold.encode();
+        assert_eq!(&b3[8..10], &[3, 0], "version 3 for the Fold hash");
+        assert_eq!(Header::decode(&b3).unwrap(), fold);
+        assert_eq!(
+            &b3[12..88],
+            &b[12..88],
+            "the same fields at the same offsets"
+        );
         assert_eq!(&b[16..20], &[16, 4, 1, 2]);
         assert_eq!(&b[20..24], &[0xD4, 0xC3, 0xB2, 0xA1], "param32");
         assert_eq!(&b[24..32], &(1u64 << 20).to_le_bytes());
@@ -407,6 +438,30 @@ mod tests {
     }
 
     #[test]
+    fn each_version_names_only_its_own_hash_algorithms() {
+        let with = |version, hash_algorithm| Header {
+            version,
+            hash_algorithm,
+            ..sample()
+        };
+        assert_eq!(with(1, 1).algorithm().unwrap(), HashAlgorithm::Ahash);
+        assert_eq!(with(2, 1).algorithm().unwrap(), HashAlgorithm::Ahash);
+        assert_eq!(with(2, 2).algorithm().unwrap(), HashAlgorithm::Xxh3);
+        assert_eq!(with(3, 3).algorithm().unwrap(), HashAlgorithm::Fold);
+        // `Fold` addresses differently: a version 2 file cannot name it,
+        // nor a version 3 file the older hashes.
+        for (version, id) in [(1, 2), (1, 3), (2, 3), (3, 1), (3, 2), (2, 0), (3, 4)] {
+            assert!(
+                matches!(
+                    with(version, id).algorithm(),
+                    Err(LoadError::UnknownHashAlgorithm(got)) if got == id
+                ),
+                "version {version}, algorithm {id}"
+            );
+        }
+    }
+
+    #[test]
     fn decode_checks_magic_then_version_then_checksum() {
         let good = sample().encode();
         let mut b = good;
@@ -418,12 +473,12 @@ mod tests {
             Err(LoadError::NotKoelFile { .. })
         ));
         let mut b = good;
-        b[8] = 3;
+        b[8] = 4;
         assert!(matches!(
             Header::decode(&b),
             Err(LoadError::UnsupportedVersion {
-                found: 3,
-                supported: 2
+                found: 4,
+                supported: 3
             })
         ));
         let mut b = good;

@@ -40,11 +40,12 @@ pub enum ChecksumStatus {
 pub struct FileInfo {
     /// Which kind of filter the file holds.
     pub kind: FilterKind,
-    /// The file's format version (1 or 2).
+    /// The file's format version (1, 2 or 3).
     pub format_version: u16,
-    /// The hash algorithm's id in the header: 2 = XXH3 (every filter this
-    /// build makes), 1 = `ahash` (format version 1 files and filters
-    /// loaded from them). See [`hash_algorithm_name`](Self::hash_algorithm_name).
+    /// The hash algorithm's id in the header: 3 = Fold (every cuckoo
+    /// filter this build makes, format version 3), 2 = XXH3 (Bloom filters,
+    /// and cuckoo filters of version 2), 1 = `ahash` (format version 1
+    /// files and filters loaded from them). See [`hash_algorithm_name`](Self::hash_algorithm_name).
     pub hash_algorithm: u8,
     /// The cuckoo filter's growth setting (`None` for a Bloom filter; a
     /// version 1 file did not save it and loads as [`Growth::Double`]).
@@ -103,8 +104,8 @@ pub struct FileInfo {
 }
 
 impl FileInfo {
-    /// The name of the hash algorithm: `"xxh3"`, `"ahash"` (format version
-    /// 1), or `"unknown"`.
+    /// The name of the hash algorithm: `"fold"`, `"xxh3"`, `"ahash"`
+    /// (format version 1), or `"unknown"`.
     pub fn hash_algorithm_name(&self) -> &'static str {
         match crate::hash::HashAlgorithm::from_id(self.hash_algorithm) {
             Some(a) => a.name(),

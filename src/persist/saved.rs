@@ -14,7 +14,14 @@ use xxhash_rust::xxh3::Xxh3;
 /// The hash probe of `seed` under `algorithm`: this build's hash of the
 /// fixed probe input. Both filter kinds hash keys with [`KeyHasher`].
 pub(crate) fn probe(seed: u64, algorithm: HashAlgorithm) -> u64 {
-    KeyHasher::with_algorithm(seed, algorithm).hash(&format::PROBE_INPUT)
+    let hasher = KeyHasher::with_algorithm(seed, algorithm);
+    let probe = hasher.hash(&format::PROBE_INPUT);
+    match algorithm {
+        // `Fold` hashes the 24-byte input as XXH3 does: an 8-byte input
+        // too, so that the probe tells the two apart.
+        HashAlgorithm::Fold => probe ^ hasher.hash(&format::PROBE_INPUT.1),
+        HashAlgorithm::Xxh3 | HashAlgorithm::Ahash => probe,
+    }
 }
 
 /// Refuses a file whose hash probe this build does not reproduce.

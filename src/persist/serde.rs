@@ -77,7 +77,8 @@ fn deserialize_with<'de, D: Deserializer<'de>, F>(
 
 impl Serialize for CuckooFilter {
     /// The bytes [`write_to`](CuckooFilter::write_to) writes (format
-    /// version 2, checksummed), as one byte string. Concurrency as in
+    /// version 3, or 2 for a filter loaded from a version 2 file;
+    /// checksummed), as one byte string. Concurrency as in
     /// `write_to`.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         serialize_with(s, |b| self.write_to(b))

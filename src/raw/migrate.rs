@@ -308,7 +308,7 @@ mod broken {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::bucket::{self, L12x5, L16x4};
-    use super::super::geometry::Geometry;
+    use super::super::geometry::{Addressing, Geometry};
     use super::*;
 
     fn splits_by_bit_g<L: Layout>() {
@@ -368,8 +368,8 @@ mod tests {
     #[test]
     fn successor_pair_is_where_the_doubled_geometry_puts_the_key() {
         for g in 0..4 {
-            let old = Table::new(Geometry::new(70, g)).unwrap();
-            let new_geo = Geometry::new(70, g + 1);
+            let old = Table::new(Geometry::new(70, g, Addressing::V3)).unwrap();
+            let new_geo = Geometry::new(70, g + 1, Addressing::V3);
             let mut h = 0x9E37_79B9_7F4A_7C15u64;
             for _ in 0..20_000 {
                 h = h

@@ -67,7 +67,7 @@
 use super::bucket::{self, Layout};
 use super::cas::{put, put_from, take};
 use super::counters::Counters;
-use super::geometry::Located;
+use super::geometry::{Addressing, Located};
 use super::path::{self, Room};
 use super::pause;
 use super::stripe::{count_stands, miss_stands, StripeLock, SEALED};
@@ -96,10 +96,15 @@ pub(crate) fn contains<L: Layout>(t: &Table, at: Located) -> Result<bool, Sealed
 }
 
 /// [`contains`] of hash `h`, whose buckets the table finds without bounds
-/// checks ([`Table::candidates`]): the single lookup's path.
+/// checks ([`Table::candidates`]): the single lookup's path. `addressing`
+/// is the table's (a constant where the caller's route knows it).
 #[inline(always)]
-pub(crate) fn contains_hash<L: Layout>(t: &Table, h: u64) -> Result<bool, Sealed> {
-    let (at, word1, word2) = t.candidates::<L>(h);
+pub(crate) fn contains_hash<L: Layout>(
+    t: &Table,
+    h: u64,
+    addressing: Addressing,
+) -> Result<bool, Sealed> {
+    let (at, word1, word2) = t.candidates::<L>(h, addressing);
     contains_in::<L>(t, at, word1, word2)
 }
 
@@ -279,12 +284,13 @@ pub(crate) fn insert<L: Layout>(
 pub(crate) fn insert_hash<L: Layout>(
     t: &Table,
     h: u64,
+    addressing: Addressing,
     unique: bool,
     elsewhere: impl Fn() -> bool + Copy,
     search: Search,
     c: &Counters,
 ) -> Result<bool, InsertFailure> {
-    let (at, word1, word2) = t.candidates::<L>(h);
+    let (at, word1, word2) = t.candidates::<L>(h, addressing);
     insert_into::<L>(t, at, word1, word2, unique, elsewhere, search, c)
 }
 
@@ -451,7 +457,7 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
     elsewhere: impl Fn() -> bool + Copy,
     insert_elsewhere: &dyn Fn() -> Result<bool, crate::error::InsertError>,
 ) -> Result<Result<bool, crate::error::InsertError>, Sealed> {
-    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h);
+    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h, t.geometry().addressing());
     #[cfg(loom)]
     let early = broken::asked_before_stripe(t, elsewhere);
     let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
@@ -472,7 +478,7 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
 
 /// Removes one copy of the tag of hash `h`; `false` if neither bucket holds one.
 pub(crate) fn remove<L: Layout>(t: &Table, h: u64, c: &Counters) -> Result<bool, Sealed> {
-    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h);
+    let (Located { tag, i1, i2 }, word1, word2) = t.candidates::<L>(h, t.geometry().addressing());
     let shard = c.shard();
     // Holding the pair's stripe excludes a concurrent move of this tag, which
     // could otherwise copy back a tag this remove just cleared.

@@ -4,7 +4,7 @@
 //! protocol).
 
 use super::bucket::Layout;
-use super::geometry::{Geometry, Located};
+use super::geometry::{Addressing, Geometry, Located};
 use super::room::RoomHint;
 use crate::memory::{AllocError, HugePages, Release, Words};
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -163,8 +163,12 @@ impl Table {
     /// The tag and the two candidate buckets of hash `h` in this table,
     /// with their words: the lookup's path, without bounds checks.
     #[inline(always)]
-    pub(crate) fn candidates<L: Layout>(&self, h: u64) -> (Located, &AtomicU64, &AtomicU64) {
-        let at = self.geo.locate::<L>(h);
+    pub(crate) fn candidates<L: Layout>(
+        &self,
+        h: u64,
+        addressing: Addressing,
+    ) -> (Located, &AtomicU64, &AtomicU64) {
+        let at = self.geo.locate_as::<L>(h, addressing);
         let words = self.words.as_slice();
         debug_assert!(at.i1 < words.len() && at.i2 < words.len());
         // SAFETY: `locate` returns buckets below `geo.buckets()` for every
@@ -324,7 +328,7 @@ mod tests {
 
     #[test]
     fn a_pair_has_one_stripe_whichever_bucket_comes_first() {
-        let t = Table::new(Geometry::new(64, 0)).unwrap();
+        let t = Table::new(Geometry::new(64, 0, Addressing::V3)).unwrap();
         assert!(std::ptr::eq(t.stripe(3, 9), t.stripe(9, 3)));
         assert!(!std::ptr::eq(t.stripe(3, 9), t.stripe(4, 9)));
     }

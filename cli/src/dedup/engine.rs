@@ -19,7 +19,6 @@ use std::ops::Range;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// How to run.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
     /// Worker threads (at least 1).
@@ -47,25 +46,11 @@ pub struct Totals {
     /// Records that `insert_unique` reported new (with
     /// [`Options::exact`], plus the filter's false positives that the exact set caught).
     pub new_keys: u64,
-}
-
-/// What the exact sets of [`Options::exact`] held at the end.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ExactTotals {
-    /// Distinct keys.
-    pub keys: u64,
-    /// Bytes of their tables.
-    pub bytes: u64,
-    /// New keys the filter took for duplicates, caught and kept.
+    /// With [`Options::exact`]: the exact sets' distinct keys and bytes,
+    /// and the new keys the filter took for duplicates, caught and kept.
+    pub exact_keys: u64,
+    pub exact_bytes: u64,
     pub false_positives_caught: u64,
-}
-
-impl ExactTotals {
-    fn add(&mut self, other: &ExactTotals) {
-        self.keys += other.keys;
-        self.bytes += other.bytes;
-        self.false_positives_caught += other.false_positives_caught;
-    }
 }
 
 /// Buffers of finished chunks, reused for the next ones: allocating and
@@ -254,15 +239,14 @@ struct Verdict {
 const DEPTH: usize = 4;
 
 /// Dedups `input` into `output` with `filter`. `progress` is called with
-/// the bytes of each chunk read. With [`Options::exact`], what the exact
-/// sets held comes back too.
+/// the bytes of each chunk read.
 pub fn run<F: CliFilter + ?Sized>(
     filter: &F,
     input: &mut (dyn Read + Send),
     output: &mut (dyn Write + Send),
     options: Options,
     progress: &(dyn Fn(u64) + Sync),
-) -> anyhow::Result<(Totals, Option<ExactTotals>)> {
+) -> anyhow::Result<Totals> {
     let threads = options.threads.max(1);
     let pool = Pool::default();
     std::thread::scope(|scope| {
@@ -293,11 +277,11 @@ pub fn run<F: CliFilter + ?Sized>(
         drop(to_workers);
         drop(to_writer);
 
-        let mut exact = ExactTotals::default();
+        let mut exact = [0u64; 3];
         let mut worker_error = None;
         for w in workers {
             match w.join() {
-                Ok(Ok(of_worker)) => exact.add(&of_worker),
+                Ok(Ok(of_worker)) => (0..3).for_each(|i| exact[i] += of_worker[i]),
                 Ok(Err(e)) => worker_error = worker_error.or(Some(e)),
                 Err(_) => worker_error = worker_error.or(Some(anyhow!("a dedup worker panicked"))),
             }
@@ -312,7 +296,12 @@ pub fn run<F: CliFilter + ?Sized>(
         }
         let mut totals = write_result?;
         totals.bytes_in = read_result?;
-        Ok((totals, options.exact.map(|_| exact)))
+        [
+            totals.exact_keys,
+            totals.exact_bytes,
+            totals.false_positives_caught,
+        ] = exact;
+        Ok(totals)
     })
 }
 
@@ -375,7 +364,8 @@ fn read<'p>(
 }
 
 /// Worker `j`: `insert_unique` of partition `j`'s keys, chunk by chunk;
-/// with `exact`, the keys the filter takes for duplicates are confirmed.
+/// with `exact`, the keys the filter takes for duplicates are confirmed
+/// (returns its keys, bytes and false positives caught).
 fn work<F: CliFilter + ?Sized>(
     filter: &F,
     j: usize,
@@ -384,7 +374,7 @@ fn work<F: CliFilter + ?Sized>(
     mut exact: Option<ExactSet>,
     chunks: Receiver<Arc<Chunk<'_>>>,
     verdicts: SyncSender<Verdict>,
-) -> anyhow::Result<ExactTotals> {
+) -> anyhow::Result<[u64; 3]> {
     let mut caught = 0;
     let mut new: Vec<bool> = Vec::new();
     let mut at: Vec<(u32, u32)> = Vec::new();
@@ -441,10 +431,8 @@ fn work<F: CliFilter + ?Sized>(
             break; // the writer stopped; it reports why
         }
     }
-    Ok(exact.map_or_else(ExactTotals::default, |e| ExactTotals {
-        keys: e.len() as u64,
-        bytes: e.memory_bytes() as u64,
-        false_positives_caught: caught,
+    Ok(exact.map_or([0; 3], |e| {
+        [e.len() as u64, e.memory_bytes() as u64, caught]
     }))
 }
 

@@ -16,7 +16,6 @@ const OP_COLORS: [RGBColor; 3] = [
 ];
 const GROWTH_COLOR: RGBColor = RGBColor(230, 120, 0);
 
-/// Writes the stress plot of `report` to `path`.
 pub fn stress(path: &Path, report: &StressReport) -> anyhow::Result<()> {
     let mut svg = String::new();
     draw(&mut svg, report).map_err(|e| anyhow::anyhow!("cannot draw the plot: {e}"))?;
@@ -81,14 +80,10 @@ fn throughput(area: &Area<'_>, r: &StressReport) -> DrawResult {
         ))
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], OP_COLORS[0].stroke_width(3)));
     // Doublings seen at the same tick share one line: "gen 1-5".
-    let mut groups: Vec<(f64, u32, u32)> = Vec::new();
-    for g in &r.growth_events {
-        match groups.last_mut() {
-            Some(last) if last.0 == g.t_secs => last.2 = g.generation,
-            _ => groups.push((g.t_secs, g.generation, g.generation)),
-        }
-    }
-    for (i, &(t, first, last)) in groups.iter().enumerate() {
+    let groups = r.growth_events.chunk_by(|a, b| a.t_secs == b.t_secs);
+    for (i, group) in groups.enumerate() {
+        let (t, first) = (group[0].t_secs, group[0].generation);
+        let last = group[group.len() - 1].generation;
         let line = chart.draw_series(std::iter::once(PathElement::new(
             vec![(t, 0.0), (t, y_max)],
             GROWTH_COLOR.stroke_width(2),

@@ -67,7 +67,6 @@ pub struct TimelinePoint {
     pub load_factor: Option<f64>,
 }
 
-/// The text report.
 impl fmt::Display for StressReport {
     fn fmt(&self, s: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(

@@ -8,7 +8,7 @@ use crate::filters::CliFilter;
 use crate::keys::{key_bytes, mix64, FastRng, KeyDist, KeyGen};
 use crate::latency::Latency;
 use crate::progress;
-use anyhow::bail;
+use anyhow::{bail, Context};
 use koel::InsertError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,7 +20,6 @@ pub const SAMPLE_EVERY: u64 = 16;
 /// How often the sampler records throughput.
 const TICK: Duration = Duration::from_millis(100);
 
-/// What to run.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub threads: usize,
@@ -54,7 +53,6 @@ const OP_NAMES: [&str; 3] = ["read", "insert", "remove"];
 #[derive(Default)]
 struct Padded(AtomicU64);
 
-/// State every worker shares.
 struct Shared<'a> {
     filter: &'a dyn CliFilter,
     truth: Truth,
@@ -63,7 +61,6 @@ struct Shared<'a> {
     config: &'a Config,
 }
 
-/// One worker's results.
 #[derive(Default)]
 struct WorkerResult {
     ops: [u64; 3],
@@ -72,6 +69,15 @@ struct WorkerResult {
 }
 
 impl WorkerResult {
+    fn merge(mut self, other: &WorkerResult) -> WorkerResult {
+        for op in 0..3 {
+            self.ops[op] += other.ops[op];
+            self.latency[op].merge(&other.latency[op]);
+        }
+        self.check.merge(&other.check);
+        self
+    }
+
     /// Runs `call`, counts it as `op`, and records its latency if `timed`.
     #[inline(always)]
     fn op<R>(&mut self, op: Op, timed: bool, call: impl FnOnce() -> R) -> R {
@@ -89,7 +95,10 @@ impl WorkerResult {
 pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressReport> {
     let threads = config.threads;
     if threads == 0 || config.items < threads as u64 {
-        bail!("need at least one key per thread and at least one thread");
+        bail!(
+            "--items {} is fewer than --threads {threads}: every thread needs keys of its own",
+            config.items
+        );
     }
     if config.mix.remove > 0
         && filter
@@ -120,11 +129,9 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
         Some(config.duration.as_millis() as u64),
         "{spinner} stress [{bar:30}] {elapsed}/{duration} {msg}",
     );
-    let mut timeline = Vec::new();
-    let mut growth = Vec::new();
     // Read before any worker starts, so no doubling of the run is missed.
     let start_generation = filter.generation();
-    let (results, elapsed) = std::thread::scope(|scope| {
+    let (results, elapsed, timeline, growth) = std::thread::scope(|scope| {
         let workers: Vec<_> = gens
             .into_iter()
             .enumerate()
@@ -134,35 +141,23 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
             })
             .collect();
         let start = Instant::now();
-        sample(
-            &shared,
-            start,
-            start_generation,
-            &bar,
-            &mut timeline,
-            &mut growth,
-        );
+        let (timeline, growth) = sample(&shared, start, start_generation, &bar);
         // Relaxed: a stop flag; the joins below synchronise the results.
         shared.stop.store(true, Ordering::Relaxed);
-        let results: Vec<Option<WorkerResult>> =
+        let results: Option<Vec<WorkerResult>> =
             workers.into_iter().map(|w| w.join().ok()).collect();
-        (results, start.elapsed())
+        (results, start.elapsed(), timeline, growth)
     });
     bar.finish_and_clear();
 
-    let mut ops = [0u64; 3];
-    let mut latency: [Latency; 3] = Default::default();
-    let mut check = CheckReport::default();
-    if results.iter().any(Option::is_none) {
-        bail!("a worker thread panicked");
-    }
-    for r in results.iter().flatten() {
-        for op in 0..3 {
-            ops[op] += r.ops[op];
-            latency[op].merge(&r.latency[op]);
-        }
-        check.merge(&r.check);
-    }
+    let WorkerResult {
+        ops,
+        latency,
+        mut check,
+    } = results
+        .context("a worker thread panicked")?
+        .iter()
+        .fold(WorkerResult::default(), WorkerResult::merge);
     final_sweep(&shared, &mut check);
 
     let secs = elapsed.as_secs_f64();
@@ -300,16 +295,9 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
         let timed = n.is_multiple_of(SAMPLE_EVERY);
         n += 1;
         let pick = rng.below(total);
-        let op = if pick < read_below {
-            Op::Read
-        } else if pick < insert_below {
-            Op::Insert
-        } else {
-            Op::Remove
-        };
         let k = gen.next(&mut rng);
-        match op {
-            Op::Read => {
+        match pick {
+            _ if pick < read_below => {
                 let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
                 let before = truth.before(k);
                 let hit = r.op(Op::Read, timed, || f.contains_hash(h));
@@ -324,7 +312,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
                     r.check.absent_read_hits += u64::from(hit);
                 }
             }
-            Op::Insert => {
+            _ if pick < insert_below => {
                 let k = own_key(k, t as u64, threads, items);
                 let h = f.hash_bytes(key_bytes(config.keys, k, &mut buf));
                 let before = truth.own(k);
@@ -341,7 +329,7 @@ fn worker(shared: &Shared<'_>, t: usize, mut gen: KeyGen) -> WorkerResult {
                     Err(_) => r.check.inserts_refused_full += 1,
                 }
             }
-            Op::Remove => {
+            _ => {
                 let mut k = own_key(k, t as u64, threads, items);
                 let mut found = false;
                 for _ in 0..REMOVE_PROBES {
@@ -377,9 +365,8 @@ fn sample(
     start: Instant,
     start_generation: u32,
     bar: &indicatif::ProgressBar,
-    timeline: &mut Vec<TimelinePoint>,
-    growth: &mut Vec<GrowthEvent>,
-) {
+) -> (Vec<TimelinePoint>, Vec<GrowthEvent>) {
+    let (mut timeline, mut growth) = (Vec::new(), Vec::new());
     let duration = shared.config.duration;
     let done = || -> u64 {
         // Relaxed: approximate progress counts.
@@ -428,6 +415,7 @@ fn sample(
         bar.set_message(format!("{}ops/s", crate::human::rate(rate)));
         (last_t, last_ops) = (t, ops);
     }
+    (timeline, growth)
 }
 
 /// Keys outside the key space looked up after the run to measure the
