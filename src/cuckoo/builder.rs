@@ -132,6 +132,11 @@ impl CuckooFilterBuilder {
     /// "Past the tag bits"). Only a rate too low for even one more level
     /// refuses, with
     /// [`InsertError::FalsePositiveRateLimit`](crate::InsertError::FalsePositiveRateLimit).
+    ///
+    /// The cap governs growth; it cannot lower the first table's own rate,
+    /// which the tag width sets (about 1.2e-4 full for 16-bit tags, 2.4e-3
+    /// for 12-bit). A cap below that builds a filter that never grows and
+    /// refuses inserts once full, at its layout's rate.
     pub fn max_false_positive_rate(mut self, rate: f64) -> Self {
         self.policy.max_false_positive_rate = rate;
         self
