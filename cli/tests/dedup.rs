@@ -204,6 +204,22 @@ fn a_record_longer_than_a_chunk_is_kept_whole() {
         .stdout(format!("a\n{long}\nb\n"));
 }
 
+/// Adversarial: `--chunk-bytes` accepts 1, 2 and 3, but the reader then
+/// asks for `max(chunk - len, chunk / 4)` = 0 more bytes once a chunk is
+/// full without a newline, reads nothing, takes that for the end of the
+/// input and stops: the rest of the input is silently dropped, exit 0.
+#[test]
+fn a_chunk_size_below_four_bytes_keeps_every_record() {
+    for chunk in ["1", "2", "3"] {
+        koel()
+            .args(["dedup", "-q", "--chunk-bytes", chunk])
+            .write_stdin("abcdef\nxyz\nabcdef\nq\n")
+            .assert()
+            .success()
+            .stdout("abcdef\nxyz\nq\n");
+    }
+}
+
 #[test]
 fn output_file_gets_the_records() {
     let dir = tempfile::tempdir().unwrap();
