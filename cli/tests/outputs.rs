@@ -355,3 +355,48 @@ fn an_os_error_is_printed_once() {
     assert!(stderr.matches(&os).count() <= 1, "{stderr}");
     assert_eq!(out.status.code(), Some(2), "{stderr}");
 }
+
+/// Adversarial: a stdout that fails with an error other than a closed
+/// pipe (a full disk: `koel info f.koel > report.txt`, here /dev/full)
+/// must be the documented one-line `koel: error: ...` and exit status 2.
+/// `query` and `dedup` do that; `info`, `verify`, `advise`, `build` and
+/// `stress` panic in `println!` (exit 101, a panic message and backtrace).
+#[test]
+fn a_failing_stdout_is_one_error_line_and_exit_2_for_every_command() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full here
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.txt");
+    write(&keys, "a\nb\nc\n");
+    let file = dir.path().join("f.koel");
+    build(&keys, &file);
+    let (keys_s, file_s) = (keys.to_str().unwrap(), file.to_str().unwrap());
+    let built = dir.path().join("g.koel");
+    let built_s = built.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["query", file_s, "a"],
+        vec!["dedup", keys_s],
+        vec!["info", file_s],
+        vec!["verify", file_s],
+        vec!["advise", "--items", "1M", "--fpr", "1e-3"],
+        vec!["build", keys_s, "--output", built_s],
+        vec!["stress", "--duration", "0.1", "--items", "1000", "-j", "1"],
+    ];
+    let mut wrong = Vec::new();
+    for args in &commands {
+        let out = std_koel()
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .stderr(Stdio::piped())
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let one_line = stderr.lines().count() == 1 && stderr.starts_with("koel: error: ");
+        if out.status.code() != Some(2) || !one_line {
+            wrong.push(format!("{}: status {:?}, stderr {:?}", args[0], out.status.code(), stderr.lines().next()));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
