@@ -1,6 +1,7 @@
 //! `koel advise`: which filter, how large, at what false-positive rate.
 
 use crate::human::{HumanBytes, HumanCount};
+use crate::outln;
 use crate::{parse, Outcome};
 use koel::{advise, Configuration, Requirements, SetSize};
 
@@ -124,27 +125,28 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         }
         other => format!("{other:?}"),
     };
-    println!("use          {what}");
+    outln!("use          {what}")?;
     if rec.kind.is_some() {
         let memory = rec.memory_bytes as u64;
         match physical_memory() {
-            Some(ram) if memory > ram => println!(
+            Some(ram) if memory > ram => outln!(
                 "memory       {} (more than this machine's {} of RAM)",
                 HumanBytes(memory),
                 HumanBytes(ram)
-            ),
-            _ => println!("memory       {}", HumanBytes(memory)),
+            )?,
+            _ => outln!("memory       {}", HumanBytes(memory))?,
         }
-        println!(
+        outln!(
             "expected FPR {:.2e} (asked for {:.2e})",
-            rec.expected_fpr, args.fpr
-        );
+            rec.expected_fpr,
+            args.fpr
+        )?;
     }
-    println!(
+    outln!(
         "meets all    {}",
         if rec.meets_requirements { "yes" } else { "NO" }
-    );
-    println!("why          {}", rec.reason);
+    )?;
+    outln!("why          {}", rec.reason)?;
     Ok(if rec.meets_requirements {
         Outcome::Success
     } else {

@@ -6,6 +6,7 @@ use crate::filter_file::Loaded;
 use crate::filters;
 use crate::human::{HumanBytes, HumanCount};
 use crate::input::{InputArgs, Inputs};
+use crate::outln;
 use crate::{output, Outcome};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -95,27 +96,27 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             HumanCount(snap.len as u64)
         )
     };
-    println!(
+    outln!(
         "koel build: {} keys read in {:.2} s, {stored}",
         HumanCount(totals.records_in - totals.missing_field),
         start.elapsed().as_secs_f64()
-    );
+    )?;
     let mut load = snap.load_text();
     if args.kind == FileKind::Cuckoo {
         load += &format!(", generation {}", snap.generation);
     }
-    println!(
+    outln!(
         "  {}: {} ({}){load}, FPR {:.1e}",
         args.output.display(),
         HumanBytes(size),
         filter.describe(),
         snap.false_positive_rate
-    );
+    )?;
     if totals.missing_field > 0 {
-        println!(
+        outln!(
             "  {} records without the key field were skipped",
             HumanCount(totals.missing_field)
-        );
+        )?;
     }
     Ok(Outcome::Success)
 }

@@ -31,11 +31,19 @@ const MAX_CHAIN_FILTERS: u32 = 64;
 #[derive(Debug)]
 pub enum FileProblem {
     /// It cannot be read at all (missing, no permission, a directory, an
-    /// I/O error): exit status 2.
+    /// I/O error), or the report on it cannot be written: exit status 2.
     Unreadable(anyhow::Error),
     /// It was read and is not an intact koel filter: exit status 1 from
     /// `info` and `verify`.
     Invalid(String),
+}
+
+/// A failed write of the report (`outln!`): exit status 2, as an
+/// unreadable file.
+impl From<anyhow::Error> for FileProblem {
+    fn from(e: anyhow::Error) -> FileProblem {
+        FileProblem::Unreadable(e)
+    }
 }
 
 impl FileProblem {

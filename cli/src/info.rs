@@ -3,6 +3,7 @@
 use crate::filter_file::{self, FileProblem, Loaded};
 use crate::filters::CliFilter;
 use crate::human::{HumanBytes, HumanCount};
+use crate::outln;
 use crate::Outcome;
 use koel::{ChecksumStatus, FileInfo, FilterKind};
 use std::path::{Path, PathBuf};
@@ -36,27 +37,27 @@ fn show_file(path: &Path) -> Result<Outcome, FileProblem> {
     };
     let filters = loaded.as_ref().map_or_else(Vec::new, Loaded::filters);
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
-    println!("file         {} ({})", path.display(), HumanBytes(size));
+    outln!("file         {} ({})", path.display(), HumanBytes(size))?;
     match inspected.chain {
-        None => show(&inspected.filters[0], filters.first().copied(), ""),
+        None => show(&inspected.filters[0], filters.first().copied(), "")?,
         Some(n) => {
-            println!(
+            outln!(
                 "chain        {n} cuckoo filter{} (an earlier koel dedup --state): a key is maybe present if any of them says so",
                 if n == 1 { "" } else { "s" }
-            );
+            )?;
             for (k, info) in inspected.filters.iter().enumerate() {
-                println!("filter {} of {n}", k + 1);
-                show(info, filters.get(k).copied(), "  ");
+                outln!("filter {} of {n}", k + 1)?;
+                show(info, filters.get(k).copied(), "  ")?;
             }
             if !filters.is_empty() {
-                println!(
+                outln!(
                     "total fpr    {:.2e} expected (the sum of the filters')",
                     filters
                         .iter()
                         .map(|f| f.false_positive_rate())
                         .sum::<f64>()
                         .min(1.0)
-                );
+                )?;
             }
         }
     }
@@ -68,27 +69,27 @@ fn show_file(path: &Path) -> Result<Outcome, FileProblem> {
 
 /// The lines of one filter: its header, items, and (if it loaded) memory
 /// and rate, each line after `indent`.
-fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
+fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) -> anyhow::Result<()> {
     // Every level's slots: the item count covers them all.
     let slots: u64 = std::iter::once(info)
         .chain(&info.upper_levels)
         .map(|l| l.buckets * u64::from(l.tags_per_bucket))
         .sum();
-    println!(
+    outln!(
         "{indent}kind         {}, format version {}",
         info.kind.name(),
         info.format_version
-    );
+    )?;
     if info.kind == FilterKind::Bloom {
-        println!(
+        outln!(
             "{indent}layout       {} bits set per key in one of {} blocks of 64 bytes; sized for {} items at {:.1e}",
             info.bits_per_key,
             HumanCount(info.buckets),
             HumanCount(info.sized_capacity.unwrap_or(0)),
             info.target_false_positive_rate.unwrap_or(0.0)
-        );
+        )?;
     } else {
-        println!(
+        outln!(
             "{indent}layout       {}-bit tags x {} per bucket; {} buckets = {} x 2^{} (generation {})",
             info.fingerprint_bits,
             info.tags_per_bucket,
@@ -96,19 +97,19 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
             HumanCount(info.m0),
             info.generation,
             info.generation
-        );
+        )?;
     }
     if info.levels > 1 {
-        println!(
+        outln!(
             "{indent}levels       {}: grown past its tag bits, {} level{} of 21-bit tags above the first",
             info.levels,
             info.levels - 1,
             if info.levels == 2 { "" } else { "s" }
-        );
+        )?;
         for (k, level) in info.upper_levels.iter().enumerate() {
             let slots = level.buckets * u64::from(level.tags_per_bucket);
             let items = level.item_count.unwrap_or(0);
-            println!(
+            outln!(
                 "{indent}level {:<7}{}-bit tags x {}; {} buckets = {} x 2^{}; {} items (load {:.1}%); fpr cap {:.1e}",
                 k + 1,
                 level.fingerprint_bits,
@@ -119,57 +120,57 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) {
                 HumanCount(items),
                 items as f64 * 100.0 / slots.max(1) as f64,
                 level.max_false_positive_rate.unwrap_or(0.0)
-            );
+            )?;
         }
     }
-    println!(
+    outln!(
         "{indent}seed         {:#018x}, hash {}",
         info.seed,
         info.hash_algorithm_name()
-    );
+    )?;
     match info.growth {
-        Some(koel::Growth::Fixed) => println!("{indent}growth       fixed (never grows)"),
-        Some(_) => println!(
+        Some(koel::Growth::Fixed) => outln!("{indent}growth       fixed (never grows)")?,
+        Some(_) => outln!(
             "{indent}growth       doubles when full, up to fpr {:.1e}{}",
             info.max_false_positive_rate.unwrap_or(0.0),
             info.max_memory
                 .map_or(String::new(), |m| format!(", max memory {}", HumanBytes(m)))
-        ),
+        )?,
         None => {}
     }
     match info.item_count {
-        Some(items) if info.kind == FilterKind::Cuckoo => println!(
+        Some(items) if info.kind == FilterKind::Cuckoo => outln!(
             "{indent}items        {} (load {:.1}% of {} slots)",
             HumanCount(items),
             items as f64 * 100.0 / slots.max(1) as f64,
             HumanCount(slots)
-        ),
-        Some(bits) => println!("{indent}bits set     {}", HumanCount(bits)),
+        )?,
+        Some(bits) => outln!("{indent}bits set     {}", HumanCount(bits))?,
         None => {}
     }
     if let Some(filter) = filter {
-        println!(
+        outln!(
             "{indent}memory       {} when loaded",
             HumanBytes(filter.memory_usage() as u64)
-        );
-        println!(
+        )?;
+        outln!(
             "{indent}fpr          {:.2e} expected at this load",
             filter.false_positive_rate()
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{indent}checksum     {}",
         match info.checksum {
             ChecksumStatus::Valid => "valid",
             _ => "NOT valid",
         }
-    );
-    println!(
+    )?;
+    outln!(
         "{indent}hash probe   {}",
         if info.hash_probe_matches {
             "matches this build"
         } else {
             "DIFFERS from this build"
         }
-    );
+    )
 }

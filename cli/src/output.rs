@@ -12,6 +12,36 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+/// `println!` for a command's report: the write's error is returned
+/// (`cannot write output: ...`, one line and exit status 2) instead of
+/// `println!`'s panic, e.g. when stdout is a full disk (`koel info f.koel
+/// > report.txt`). A closed pipe never gets here: SIGPIPE ends the process
+/// first (`main.rs`).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::to_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// [`outln!`](crate::outln) without the line end (`print!`).
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::to_stdout(format_args!($($arg)*))
+    };
+}
+
+/// Writes `text` to stdout and flushes it, for [`outln!`](crate::outln)
+/// and [`out!`](crate::out).
+pub fn to_stdout(text: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout
+        .write_fmt(text)
+        .and_then(|()| stdout.flush())
+        .context("cannot write output")
+}
+
 /// Fails early, before long work, if `path` cannot be written as an
 /// output file; creates nothing.
 pub fn check(path: &Path) -> anyhow::Result<()> {

@@ -17,6 +17,7 @@ pub use run::{run, Config};
 use crate::args::RunArgs;
 use crate::filters::{self, KindArg};
 use crate::keys::KeyDist;
+use crate::{out, outln};
 use crate::{output, parse, progress, Outcome};
 use anyhow::{bail, Context};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -113,15 +114,15 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         plot::stress(path, &report)?;
     }
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).context("cannot encode the report as JSON")?
-        );
+        )?;
     } else {
-        print!("{report}");
+        out!("{report}")?;
     }
     if let (Some(path), false) = (&args.plot, args.json) {
-        println!("plot         {}", path.display());
+        outln!("plot         {}", path.display())?;
     }
     let misses = report.check.false_negatives();
     if misses > 0 {

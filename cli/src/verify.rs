@@ -2,6 +2,7 @@
 
 use crate::filter_file::{self, FileProblem};
 use crate::human::HumanCount;
+use crate::outln;
 use crate::Outcome;
 use std::path::{Path, PathBuf};
 
@@ -61,7 +62,7 @@ fn verify(path: &Path) -> Result<Outcome, FileProblem> {
     let mut versions: Vec<u16> = inspected.filters.iter().map(|i| i.format_version).collect();
     versions.dedup();
     let versions: Vec<String> = versions.iter().map(u16::to_string).collect();
-    println!(
+    outln!(
         "{}: OK ({what}, format version {}, {} {}{in_levels}, {all})",
         path.display(),
         versions.join("+"),
@@ -71,6 +72,6 @@ fn verify(path: &Path) -> Result<Outcome, FileProblem> {
         } else {
             "items"
         }
-    );
+    )?;
     Ok(Outcome::Success)
 }

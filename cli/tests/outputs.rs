@@ -395,7 +395,12 @@ fn a_failing_stdout_is_one_error_line_and_exit_2_for_every_command() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let one_line = stderr.lines().count() == 1 && stderr.starts_with("koel: error: ");
         if out.status.code() != Some(2) || !one_line {
-            wrong.push(format!("{}: status {:?}, stderr {:?}", args[0], out.status.code(), stderr.lines().next()));
+            wrong.push(format!(
+                "{}: status {:?}, stderr {:?}",
+                args[0],
+                out.status.code(),
+                stderr.lines().next()
+            ));
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
