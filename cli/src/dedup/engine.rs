@@ -326,7 +326,13 @@ fn read<'p>(
         // the previous chunk holds no newline.
         let mut has_newline = false;
         loop {
-            let want = chunk_bytes.saturating_sub(data.len()).max(chunk_bytes / 4) as u64;
+            // At least one byte: a read of none ends the input (`got == 0`
+            // below), and a chunk of fewer than 4 bytes asked for none
+            // once full, which dropped the rest of the input.
+            let want = chunk_bytes
+                .saturating_sub(data.len())
+                .max(chunk_bytes / 4)
+                .max(1) as u64;
             let before = data.len();
             (&mut *input).take(want).read_to_end(&mut data)?;
             let got = data.len() - before;
