@@ -484,3 +484,31 @@ fn info_verify_and_query_read_a_filter_with_levels() {
     assert_check_fails(&["verify".as_ref(), damaged.as_os_str()], "checksum");
     assert_check_fails(&["info".as_ref(), damaged.as_os_str()], "checksum");
 }
+
+/// Adversarial: `koel build keys.txt -o keys.txt` (a typo for keys.koel)
+/// replaces the user's key list with a binary filter, exit 0: the keys are
+/// gone for good. A filter is no refinement of its input (unlike `dedup -o
+/// f f`, which is `sort -o`), and `dedup` already refuses `-o` naming its
+/// `--state`; `build` should refuse an output that is one of its inputs,
+/// with one error line, and leave the file as it was.
+#[test]
+fn build_refuses_to_write_its_filter_over_one_of_its_input_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, "alice\nbob\n").unwrap();
+    let out = koel()
+        .arg("build")
+        .arg(&keys)
+        .arg("-o")
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        std::fs::read(&keys).unwrap() == b"alice\nbob\n",
+        "the key list was replaced (status {:?}, stderr {stderr:?})",
+        out.status.code()
+    );
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("koel: error: ") && stderr.lines().count() == 1, "{stderr}");
+}
