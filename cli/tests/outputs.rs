@@ -405,3 +405,56 @@ fn a_failing_stdout_is_one_error_line_and_exit_2_for_every_command() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// Adversarial: a write-protected output (mode 0444, the user's own file)
+/// is replaced: `koel dedup in.txt -o ro.txt` and `koel build in.txt -o
+/// ro.koel` succeed where `sort -o`, `cp` and a shell redirection refuse
+/// with "Permission denied" (the temporary file is renamed over it, which
+/// only needs the directory to be writable). Expected: a one-line error,
+/// exit 2, the file unchanged. Runs as an unprivileged user (nobody, via
+/// setpriv) when the tests run as root, since root may write any file.
+#[test]
+fn a_read_only_output_file_is_refused_not_replaced() {
+    // SAFETY: getuid has no preconditions.
+    let root = unsafe { libc::getuid() } == 0;
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if root && !setpriv.exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    write(&d.join("in.txt"), "a\nb\n");
+    let mut unchanged = Vec::new();
+    for (cmd, out) in [("dedup", "ro.txt"), ("build", "ro.koel")] {
+        let target = d.join(out);
+        write(&target, "protected\n");
+        if root {
+            std::os::unix::fs::chown(&target, Some(65534), Some(65534)).unwrap();
+        }
+        std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o444))
+            .unwrap();
+        let mut c = if root {
+            let mut c = std::process::Command::new(setpriv);
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(assert_cmd::cargo::cargo_bin("koel"));
+            c
+        } else {
+            std_koel()
+        };
+        let o = c
+            .current_dir(d)
+            .args([cmd, "-q", "in.txt", "-o", out])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        if read_bytes(&target) != b"protected\n" || o.status.code() != Some(2) {
+            unchanged.push(format!("{cmd}: status {:?}, stderr {stderr:?}, file replaced: {}", o.status.code(), read_bytes(&target) != b"protected\n"));
+        }
+    }
+    assert!(unchanged.is_empty(), "{unchanged:#?}");
+}
+
+fn read_bytes(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
