@@ -510,5 +510,8 @@ fn build_refuses_to_write_its_filter_over_one_of_its_input_files() {
         out.status.code()
     );
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.starts_with("koel: error: ") && stderr.lines().count() == 1, "{stderr}");
+    assert!(
+        stderr.starts_with("koel: error: ") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
 }

@@ -449,7 +449,11 @@ fn a_read_only_output_file_is_refused_not_replaced() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&o.stderr);
         if read_bytes(&target) != b"protected\n" || o.status.code() != Some(2) {
-            unchanged.push(format!("{cmd}: status {:?}, stderr {stderr:?}, file replaced: {}", o.status.code(), read_bytes(&target) != b"protected\n"));
+            unchanged.push(format!(
+                "{cmd}: status {:?}, stderr {stderr:?}, file replaced: {}",
+                o.status.code(),
+                read_bytes(&target) != b"protected\n"
+            ));
         }
     }
     assert!(unchanged.is_empty(), "{unchanged:#?}");
