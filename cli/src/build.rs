@@ -21,7 +21,8 @@ Examples:
 
 Input is taken as by `koel dedup`. Keys are lines, LF or CRLF (one
 trailing CR is not part of the key, as in `koel query`). The file is
-replaced atomically: a failed build leaves any old file in place.";
+replaced atomically: a failed build leaves any old file in place. An
+output that is one of the input files is refused.";
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]
@@ -50,6 +51,7 @@ pub enum FileKind {
 }
 
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
+    output::refuse_output_onto(&args.output, args.input.paths())?;
     output::check(&args.output)?;
     let mut inputs = Inputs::open(args.input.paths())?;
     let expected = args.size.expected(&inputs)?;

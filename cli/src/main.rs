@@ -18,8 +18,9 @@ the requirements; query of one key: absent), 2 on a usage or runtime error
 (bad option, missing or unreadable file, unwritable output). A reader that
 goes away (| head) ends a command quietly, as SIGPIPE ends cat (141 in sh).
 
-Output files are replaced atomically (temporary file, rename): an output may
-be one of the inputs, a failed command leaves the old file, and anything but
+Output files are replaced atomically (temporary file, rename): dedup -o may
+name one of its inputs (as sort -o), build -o may not (the filter would
+replace the key list), a failed command leaves the old file, and anything but
 a regular file is refused (dedup -o also writes into a FIFO or device).";
 
 /// Concurrent approximate set membership (cuckoo filter) from the command line.

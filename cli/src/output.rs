@@ -1,8 +1,9 @@
 //! How every command writes its files, so that none damages what it was
 //! given: an output that is a regular file (or does not exist yet) is
 //! written to a temporary file and renamed over it only when the command
-//! succeeds ([`koel::AtomicFile`], as `sort -o`), so an output may be one
-//! of the inputs and a failed command leaves the old file. A symbolic link
+//! succeeds ([`koel::AtomicFile`], as `sort -o`), so a dedup output may
+//! be one of its inputs (a build's may not: [`refuse_output_onto`]) and a
+//! failed command leaves the old file. A symbolic link
 //! is written through; anything else that is not a regular file is
 //! refused, except by `dedup -o`, which streams into a FIFO or a device.
 
@@ -142,6 +143,39 @@ pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fails if `output` is one of `inputs` (`koel build keys.txt -o
+/// keys.txt`): a filter file written there would replace the key list it
+/// was built from. (`dedup -o` may name an input: its output is a
+/// refinement of it, as for `sort -o`.)
+pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let Ok(out) = std::fs::metadata(output) else {
+        return Ok(()); // not there yet: no input can be it
+    };
+    for input in inputs {
+        if std::fs::metadata(input).is_ok_and(|m| same_file(&m, &out, input, output)) {
+            anyhow::bail!(
+                "input file {} is also the output: the filter would replace it (choose another --output)",
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Whether `a` (at `path_a`) and `b` (at `path_b`) are one file.
+#[cfg(unix)]
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {
+    identity(a) == identity(b)
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata, path_a: &Path, path_b: &Path) -> bool {
+    matches!(
+        (path_a.canonicalize(), path_b.canonicalize()),
+        (Ok(a), Ok(b)) if a == b
+    )
 }
 
 #[cfg(not(unix))]
