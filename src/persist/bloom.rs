@@ -269,7 +269,8 @@ impl BloomFilter {
     ///
     /// Any I/O error (the old file at `path` is then untouched);
     /// `InvalidInput` for a path that names no file, something other than
-    /// a regular file, or a loop of symbolic links.
+    /// a regular file, or a loop of symbolic links; `PermissionDenied` for
+    /// an existing file the caller may not write (it is not replaced).
     pub fn save(&self, path: impl AsRef<Path>) -> io::Result<()> {
         file::replace_atomically(path.as_ref(), |f| self.write_to(f))
     }

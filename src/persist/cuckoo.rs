@@ -544,7 +544,8 @@ impl CuckooFilter {
     ///
     /// Any I/O error (the old file at `path` is then untouched);
     /// `InvalidInput` for a path that names no file, something other than
-    /// a regular file, or a loop of symbolic links.
+    /// a regular file, or a loop of symbolic links; `PermissionDenied` for
+    /// an existing file the caller may not write (it is not replaced).
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;

@@ -57,8 +57,10 @@ impl AtomicFile {
     /// # Errors
     ///
     /// `InvalidInput` if `path` names no file (`/`, `..`), is something
-    /// other than a regular file, or is a loop of symbolic links; any
-    /// error creating the temporary file (e.g. a read-only directory).
+    /// other than a regular file, or is a loop of symbolic links;
+    /// `PermissionDenied` if it exists and the caller may not write it (a
+    /// write-protected file is not replaced); any error creating the
+    /// temporary file (e.g. a read-only directory).
     pub fn create(path: &Path) -> io::Result<AtomicFile> {
         let target = resolve(path)?;
         let old = match std::fs::metadata(&target) {
@@ -76,6 +78,12 @@ impl AtomicFile {
                     ),
                 ));
             }
+            // Replace only a file the caller may write in place, as `sort
+            // -o`, `cp` and a shell redirection do: the rename below needs
+            // only the directory's permission, and would replace a
+            // write-protected file. Opening it for writing, without
+            // truncating, changes nothing.
+            OpenOptions::new().write(true).open(&target)?;
         }
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
