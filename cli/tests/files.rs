@@ -515,3 +515,70 @@ fn build_refuses_to_write_its_filter_over_one_of_its_input_files() {
         "{stderr}"
     );
 }
+
+/// Adversarial: a `--state` that does not exist yet in an unwritable
+/// directory is refused before any record is written; one that exists
+/// there (readable, but the directory refuses the atomic replacement) is
+/// not checked: every new record goes to stdout, then the save fails
+/// (exit 2) and the state stays old, so the next run emits the same
+/// records again. Expected: refused up front, as for a new state.
+/// Runs as nobody (via setpriv) when the tests run as root.
+#[test]
+fn dedup_with_an_existing_state_it_cannot_save_fails_before_writing_records() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: getuid has no preconditions.
+    let root = unsafe { libc::getuid() } == 0;
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if root && !setpriv.exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = d.join("seen.koel");
+    koel()
+        .args(["dedup", "-q", "--state"])
+        .arg(&state)
+        .write_stdin("old\n")
+        .assert()
+        .success();
+    let before = std::fs::read(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // The directory: writable by root (the owner) only; as a non-root
+    // user, not writable by us.
+    if !root {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let mut c = if root {
+        let mut c = std::process::Command::new(setpriv);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("koel"));
+        c
+    } else {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("koel"))
+    };
+    let mut child = c
+        .args(["dedup", "-q", "--state"])
+        .arg(&state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(b"old\nnew1\nnew2\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    if !root {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read(&state).unwrap(), before, "the state changed");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "",
+        "records were written although the state cannot be saved ({stderr})"
+    );
+}
