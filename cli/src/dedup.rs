@@ -86,12 +86,14 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let mut inputs = Inputs::open(args.input.paths())?;
     let fpr = args.size.fpr;
     let bits = args.size.fingerprint_bits()?;
+    if let Some(path) = &args.state {
+        // Fail now, not after every new record went out: a state that
+        // cannot be saved would emit the same records again next run.
+        output::check(path)?;
+    }
     let filter = match &args.state {
         Some(path) if path.exists() => load_state(path, &args)?,
-        state => {
-            if let Some(path) = state {
-                output::check(path)?; // fail now, not after the whole input
-            }
+        _ => {
             let expected = args.size.expected(&inputs)?;
             let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
             let first = filters::cuckoo(expected, bits, args.run.seed, Some(budget))?;

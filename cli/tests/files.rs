@@ -567,7 +567,12 @@ fn dedup_with_an_existing_state_it_cannot_save_fails_before_writing_records() {
         .unwrap();
     {
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(b"old\nnew1\nnew2\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"old\nnew1\nnew2\n")
+            .unwrap();
     }
     let out = child.wait_with_output().unwrap();
     if !root {
