@@ -713,3 +713,33 @@ fn quiet_dedup_prints_the_records_and_nothing_else() {
     assert_eq!(summary.stdout, b"a\nb\n");
     assert!(String::from_utf8_lossy(&summary.stderr).starts_with("koel dedup: 3 records in"));
 }
+
+/// Adversarial: memory is promised bounded ("a few 1 MiB chunks per
+/// thread plus the filter") and out of memory is an error with exit
+/// status 2, but a record longer than memory (an input without a newline:
+/// a binary file, a one-line JSON dump, /dev/zero) grows one chunk until
+/// the allocator fails, and the process aborts (SIGABRT, status 134 from
+/// the shell) with "memory allocation of N bytes failed". Here under a
+/// 1 GB address-space limit. Expected: one error line and exit 2.
+#[test]
+fn a_record_longer_than_memory_is_one_error_line_not_an_abort() {
+    if !std::path::Path::new("/dev/zero").exists() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("koel");
+    let dir = tempfile::tempdir().unwrap();
+    let built = dir.path().join("never.koel");
+    let build = format!("build -q /dev/zero -o {}", built.display());
+    for cmd in ["dedup -q /dev/zero", build.as_str()] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -v 1000000; exec \"$0\" {cmd}"))
+            .arg(&bin)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "koel {cmd}: {:?}, stderr {stderr:?}", out.status);
+        assert!(stderr.starts_with("koel: error: ") && stderr.lines().count() == 1, "koel {cmd}: {stderr:?}");
+    }
+}
