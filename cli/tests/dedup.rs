@@ -739,7 +739,15 @@ fn a_record_longer_than_memory_is_one_error_line_not_an_abort() {
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "koel {cmd}: {:?}, stderr {stderr:?}", out.status);
-        assert!(stderr.starts_with("koel: error: ") && stderr.lines().count() == 1, "koel {cmd}: {stderr:?}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "koel {cmd}: {:?}, stderr {stderr:?}",
+            out.status
+        );
+        assert!(
+            stderr.starts_with("koel: error: ") && stderr.lines().count() == 1,
+            "koel {cmd}: {stderr:?}"
+        );
     }
 }

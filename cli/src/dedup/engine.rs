@@ -11,6 +11,7 @@
 
 use super::exact::ExactSet;
 use crate::filters::CliFilter;
+use crate::human::HumanBytes;
 use crate::input::KeySpec;
 use anyhow::{anyhow, Context};
 use koel::InsertError;
@@ -66,11 +67,13 @@ struct Pool {
 const POOL_MAX: usize = 64;
 
 impl Pool {
-    fn take_data(&self, capacity: usize) -> Vec<u8> {
+    /// An empty buffer with room for `capacity` bytes; an error, not an
+    /// abort, if there is no memory for it (a record longer than memory).
+    fn take_data(&self, capacity: usize) -> anyhow::Result<Vec<u8>> {
         let mut v = lock(&self.data).pop().unwrap_or_default();
         v.clear();
-        v.reserve(capacity);
-        v
+        reserve(&mut v, capacity)?;
+        Ok(v)
     }
 
     fn take_prepared(&self) -> Option<Prepared> {
@@ -305,6 +308,18 @@ pub fn run<F: CliFilter + ?Sized>(
     })
 }
 
+/// Room for `more` bytes in `buf`, or an error naming the record that
+/// does not fit: input without line ends grows one record (and chunk)
+/// until memory runs out.
+fn reserve(buf: &mut Vec<u8>, more: usize) -> anyhow::Result<()> {
+    buf.try_reserve(more).map_err(|_| {
+        anyhow!(
+            "out of memory: a record of more than {} has no line end",
+            HumanBytes(buf.len() as u64)
+        )
+    })
+}
+
 /// Reads chunks and hands each to every worker and to the writer. Returns
 /// the bytes read; stops early (Ok) if a consumer has gone.
 fn read<'p>(
@@ -319,7 +334,7 @@ fn read<'p>(
     let mut carry: Vec<u8> = Vec::new();
     let mut eof = false;
     while !eof {
-        let mut data = pool.take_data(chunk_bytes.max(carry.len() * 2));
+        let mut data = pool.take_data(chunk_bytes.max(carry.len().saturating_mul(2)))?;
         data.append(&mut carry);
         // Fill the chunk; if it holds no newline yet, keep reading (a line
         // longer than a chunk makes a longer chunk). The carried tail of
@@ -332,7 +347,11 @@ fn read<'p>(
             let want = chunk_bytes
                 .saturating_sub(data.len())
                 .max(chunk_bytes / 4)
-                .max(1) as u64;
+                .max(1);
+            // Room first: `read_to_end` grows its buffer infallibly (an
+            // abort) once it has none.
+            reserve(&mut data, want)?;
+            let want = want as u64;
             let before = data.len();
             (&mut *input).take(want).read_to_end(&mut data)?;
             let got = data.len() - before;
@@ -349,6 +368,7 @@ fn read<'p>(
         }
         if !eof {
             if let Some(last) = memchr::memrchr(b'\n', &data) {
+                reserve(&mut carry, data.len() - last - 1)?;
                 carry.extend_from_slice(&data[last + 1..]);
                 data.truncate(last + 1);
             }
