@@ -391,3 +391,65 @@ fn short_flags_run_stress_quietly_with_its_report() {
     assert!(stdout.contains("check        OK"), "{stdout}");
     assert!(out.stderr.is_empty(), "{out:?}");
 }
+
+/// The sampler sees growth once per tick: doublings it saw in one tick are
+/// one line with the items counted then (each used to get a line of its
+/// own, all with that same count, as if six doublings had happened at one
+/// size). A filter for 1k keys that takes 50k inserts at once doubles
+/// several times within the first tick.
+#[test]
+fn growth_lines_name_each_tick_once() {
+    let out = koel()
+        .args([
+            "stress",
+            "--duration",
+            "0.3",
+            "--capacity",
+            "1k",
+            "--prefill",
+            "0",
+        ])
+        .args(["--mix", "insert=100", "--items", "50k", "-j", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("grew to"))
+        .collect();
+    let events: usize = text
+        .lines()
+        .find_map(|l| l.split("growth events ").nth(1))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a growth events count");
+    assert!(events >= 2, "{text}");
+    let times: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split(" by ").nth(1).unwrap().split(" s ").next().unwrap())
+        .collect();
+    let mut distinct = times.clone();
+    distinct.dedup();
+    assert_eq!(distinct, times, "a tick named twice:\n{text}");
+    // Every event is in some line: "generation g" counts one,
+    // "generations a to b" counts b - a + 1.
+    let covered: usize = lines
+        .iter()
+        .map(|l| match l.split("generations ").nth(1) {
+            Some(range) => {
+                let n: Vec<usize> = range
+                    .split(" by ")
+                    .next()
+                    .unwrap()
+                    .split(" to ")
+                    .map(|x| x.parse().unwrap())
+                    .collect();
+                n[1] - n[0] + 1
+            }
+            None => 1,
+        })
+        .sum();
+    assert_eq!(covered, events, "{text}");
+}

@@ -51,9 +51,11 @@ pub struct OpReport {
 /// A table doubling, as seen by the sampler.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct GrowthEvent {
-    /// Seconds into the run (within 100 ms of the event).
+    /// Seconds into the run when the sampler saw the new generation
+    /// (within 100 ms after the doubling).
     pub t_secs: f64,
     pub generation: u32,
+    /// Items then (doublings seen in one tick share the count).
     pub len: u64,
 }
 
@@ -142,13 +144,20 @@ impl fmt::Display for StressReport {
             ", inserts refused {}",
             HumanCount(self.check.inserts_refused_full)
         )?;
-        for g in &self.growth_events {
+        // The sampler sees growth once per tick: doublings seen in one tick
+        // are one line, with the items counted then (not at each doubling).
+        for seen in self.growth_events.chunk_by(|a, b| a.t_secs == b.t_secs) {
+            let (first, last) = (&seen[0], &seen[seen.len() - 1]);
+            let generations = if seen.len() == 1 {
+                format!("generation {}", last.generation)
+            } else {
+                format!("generations {} to {}", first.generation, last.generation)
+            };
             writeln!(
                 s,
-                "             grew to generation {} at {:.1} s ({} items)",
-                g.generation,
-                g.t_secs,
-                HumanCount(g.len)
+                "             grew to {generations} by {:.1} s ({} items then)",
+                last.t_secs,
+                HumanCount(last.len)
             )?;
         }
         let c = &self.check;
