@@ -8,6 +8,8 @@
 //! the lookup, no remove of that key overlapped it either, and a negative
 //! answer is a false negative.
 
+use crate::human::HumanBytes;
+use std::ops::Range;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 
 /// Present bit and version of every key.
@@ -37,6 +39,16 @@ impl Truth {
     /// `items` keys, all absent (4 bytes each, allocated fallibly).
     pub fn new(items: u64) -> anyhow::Result<Self> {
         let n = usize::try_from(items)?;
+        let bytes = n.saturating_mul(4) as u64;
+        // The allocation below succeeds beyond physical memory (Linux
+        // overcommits), and filling it would end in the OOM killer.
+        if let Some(available) = available_memory().filter(|&a| bytes > a) {
+            anyhow::bail!(
+                "the ground truth for {items} keys needs {}, more than the {} of memory available: lower --items",
+                HumanBytes(bytes),
+                HumanBytes(available)
+            );
+        }
         let mut words = Vec::new();
         words.try_reserve_exact(n).map_err(|_| {
             anyhow::anyhow!(
@@ -82,14 +94,19 @@ impl Truth {
         self.words[key as usize].store(old.next(present).0, Ordering::Release);
     }
 
-    /// Keys whose final state is present, after every worker stopped.
-    pub fn present_keys(&self) -> impl Iterator<Item = u64> + '_ {
-        self.words
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.load(Ordering::Relaxed) & 1 == 1)
-            .map(|(k, _)| k as u64)
+    /// Keys of `range` whose final state is present, after every worker
+    /// stopped.
+    pub fn present_keys(&self, range: Range<u64>) -> impl Iterator<Item = u64> + '_ {
+        range.filter(|&k| self.words[k as usize].load(Ordering::Relaxed) & 1 == 1)
     }
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes (Linux only).
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }
 
 /// What the checker saw.
@@ -182,6 +199,6 @@ mod tests {
         t.set(2, t.own(2), true);
         assert!(t.before(2).present());
         assert!(!t.unchanged(2, w1), "remove then re-insert is a change");
-        assert_eq!(t.present_keys().collect::<Vec<_>>(), [2]);
+        assert_eq!(t.present_keys(0..4).collect::<Vec<_>>(), [2]);
     }
 }
