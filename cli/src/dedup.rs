@@ -8,6 +8,7 @@ pub use engine::{run, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
+use crate::err;
 use crate::filter_file::{self, Loaded};
 use crate::filters::{self, CliFilter};
 use crate::human::{self, HumanBytes, HumanCount};
@@ -255,5 +256,5 @@ fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, f
             HumanCount(t.missing_field)
         );
     }
-    eprint!("{s}");
+    err!("{s}");
 }

@@ -11,6 +11,7 @@
 //! width), so one key has one hash in all of them.
 
 use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
+use crate::errln;
 use crate::filters::CliFilter;
 use koel::{BloomFilter, ChecksumStatus, CuckooFilter, FileInfo, FilterKind, LoadError};
 use std::fs::File;
@@ -64,7 +65,7 @@ impl FileProblem {
         match self {
             FileProblem::Unreadable(e) => Err(e),
             FileProblem::Invalid(why) => {
-                eprintln!("{prefix}{why}");
+                errln!("{prefix}{why}");
                 Ok(crate::Outcome::CheckFailed)
             }
         }

@@ -43,7 +43,7 @@ pub fn exit(program: &str, result: anyhow::Result<Outcome>) -> std::process::Exi
     match result {
         Ok(outcome) => std::process::ExitCode::from(outcome as u8),
         Err(e) => {
-            eprintln!("{program}: error: {e:#}");
+            errln!("{program}: error: {e:#}");
             std::process::ExitCode::from(EXIT_ERROR)
         }
     }
@@ -62,7 +62,7 @@ pub fn usage_error(program: &str, e: clap::Error) -> std::process::ExitCode {
             std::process::ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
         }
         _ => {
-            eprintln!(
+            errln!(
                 "{program}: error: {} (see {program} --help)",
                 one_line(&e.to_string())
             );

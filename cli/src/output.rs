@@ -25,6 +25,26 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that ignores a failed write (`eprintln!` panics, exit
+/// status 101): with stderr gone there is nobody to tell, and the exit
+/// status still says how the command ended.
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`errln!`](crate::errln) without the line end (`eprint!`).
+#[macro_export]
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// [`outln!`](crate::outln) without the line end (`print!`).
 #[macro_export]
 macro_rules! out {

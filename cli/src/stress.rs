@@ -15,6 +15,7 @@ pub use report::{GrowthEvent, StressReport, TimelinePoint};
 pub use run::{run, Config};
 
 use crate::args::RunArgs;
+use crate::errln;
 use crate::filters::{self, KindArg};
 use crate::keys::KeyDist;
 use crate::{out, outln};
@@ -126,7 +127,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let misses = report.check.false_negatives();
     if misses > 0 {
-        eprintln!(
+        errln!(
             "koel stress: FAILED: {misses} false negatives: keys inserted and not removed were reported absent (first key indices: {:?})",
             report.check.examples
         );

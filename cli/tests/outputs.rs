@@ -462,3 +462,30 @@ fn a_read_only_output_file_is_refused_not_replaced() {
 fn read_bytes(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap()
 }
+
+/// A stderr that fails (`2>/dev/full`) leaves the exit status as it would
+/// be: `eprintln!` panicked there (status 101) while reporting the error.
+#[test]
+fn a_failing_stderr_keeps_the_exit_status() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full here
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.koel");
+    let junk = dir.path().join("junk.koel");
+    write(&junk, "not a filter\n");
+    for (args, status) in [
+        (vec!["query", missing.to_str().unwrap(), "a"], 2),
+        (vec!["info", junk.to_str().unwrap()], 1),
+        (vec!["dedup", "--no-such-flag"], 2),
+    ] {
+        let out = std_koel()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(full.try_clone().unwrap())
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(status), "koel {args:?}");
+    }
+}
