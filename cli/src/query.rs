@@ -2,6 +2,7 @@
 
 use crate::Outcome;
 use anyhow::Context;
+use std::ffi::OsString;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -24,8 +25,9 @@ if absent. Otherwise 0. 2 on an error (missing or damaged file).";
 pub struct Args {
     /// The filter file.
     pub file: PathBuf,
-    /// Keys to look up [default: one per line from stdin].
-    pub keys: Vec<String>,
+    /// Keys to look up [default: one per line from stdin]. Any bytes on
+    /// Unix, as `build` takes key lines.
+    pub keys: Vec<OsString>,
 }
 
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
@@ -41,7 +43,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     };
     let mut hits = 0;
     for key in &args.keys {
-        hits += usize::from(answer(key.as_bytes())?);
+        hits += usize::from(answer(&key_bytes(key))?);
     }
     if args.keys.is_empty() {
         for line in std::io::stdin().lock().split(b'\n') {
@@ -57,4 +59,18 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
+}
+
+/// A key given on the command line, as bytes: on Unix its bytes whatever
+/// they are (a key line of `build` may be any bytes); elsewhere its UTF-8,
+/// invalid parts replaced.
+#[cfg(unix)]
+fn key_bytes(key: &OsString) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    key.as_bytes().to_vec()
+}
+
+#[cfg(not(unix))]
+fn key_bytes(key: &OsString) -> Vec<u8> {
+    key.to_string_lossy().into_owned().into_bytes()
 }

@@ -587,3 +587,28 @@ fn dedup_with_an_existing_state_it_cannot_save_fails_before_writing_records() {
         "records were written although the state cannot be saved ({stderr})"
     );
 }
+
+/// A key line of `build` may be any bytes; the same key on `query`'s
+/// command line is found (it was refused as invalid UTF-8).
+#[test]
+fn a_non_utf8_key_on_the_command_line_is_found() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let keys = dir.path().join("keys.bin");
+    std::fs::write(&keys, b"caf\xe9\nplain\n").unwrap();
+    let file = dir.path().join("f.koel");
+    koel()
+        .args(["build", "-q"])
+        .arg(&keys)
+        .arg("-o")
+        .arg(&file)
+        .assert()
+        .success();
+    koel()
+        .arg("query")
+        .arg(&file)
+        .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .assert()
+        .success()
+        .stdout(predicates::ord::eq(&b"maybe\tcaf\xe9\n"[..]));
+}
