@@ -28,3 +28,52 @@ fn cf_add_ninth_copy_on_a_growing_filter_is_accepted() {
     );
     assert_eq!(q::<i64>(c, &[b"CF.COUNT", b"k", &item(7)]), 9);
 }
+
+/// On a filter grown past its tag bits (levels), a CF.DEL that answers 1
+/// sometimes removes nothing (koel's "ambiguous remove"): the item is
+/// still counted and CF.INFO's "Number of items inserted" is no longer
+/// inserts minus deletes. Neither is in the README.
+#[test]
+fn cf_del_answering_1_removes_a_copy_on_a_filter_with_levels() {
+    if !common::redis_available("cf_del_answering_1_removes_a_copy_on_a_filter_with_levels") {
+        return;
+    }
+    let s = Server::start(&[]);
+    let c = &mut s.connection();
+    // 12-bit tags stop doubling at 4x; past that the filter gets levels.
+    q::<String>(
+        c,
+        &[
+            b"CF.RESERVE",
+            b"k",
+            b"200",
+            b"BUCKETSIZE",
+            b"5",
+            b"SEED",
+            b"1",
+        ],
+    );
+    const N: u64 = 20_000;
+    assert!(each(c, "CF.ADD", "k", 0..N).iter().all(|&r| r == 1));
+    assert!(cf_info(c, "k", "Number of filters") >= 2, "levels");
+    let gone: Vec<u64> = (0..N).step_by(2).collect();
+    let before = each(c, "CF.COUNT", "k", gone.iter().copied());
+    let deleted = each(c, "CF.DEL", "k", gone.iter().copied());
+    let after = each(c, "CF.COUNT", "k", gone.iter().copied());
+    let said_deleted = deleted.iter().filter(|&&r| r == 1).count() as i64;
+    let not_removed: Vec<u64> = gone
+        .iter()
+        .zip(before.iter().zip(&deleted).zip(&after))
+        .filter(|(_, ((b, d), a))| **d == 1 && **a != **b - 1)
+        .map(|(i, _)| *i)
+        .collect();
+    let inserted = cf_info(c, "k", "Number of items inserted");
+    assert!(
+        not_removed.is_empty() && inserted == N as i64 - said_deleted,
+        "CF.DEL answered 1 for {said_deleted} items but left {} of them counted \
+         (e.g. item {:?}); Number of items inserted {inserted}, expected {}",
+        not_removed.len(),
+        not_removed.first(),
+        N as i64 - said_deleted
+    );
+}
