@@ -77,3 +77,27 @@ fn cf_del_answering_1_removes_a_copy_on_a_filter_with_levels() {
         N as i64 - said_deleted
     );
 }
+
+/// README: a scaling BF key is a chain of layers, layer `i` at
+/// `error_rate / 2^(i+1)`, "at most 64 layers". koel's Bloom filter
+/// refuses rates below 1e-20, so with error_rate 1e-6 the 47th layer
+/// cannot be built and every later add fails (RedisBloom keeps scaling).
+#[test]
+fn bf_scaling_chain_adds_layers_until_64() {
+    if !common::redis_available("bf_scaling_chain_adds_layers_until_64") {
+        return;
+    }
+    let s = Server::start(&[]);
+    let c = &mut s.connection();
+    q::<String>(c, &[b"BF.RESERVE", b"k", b"1e-6", b"1", b"EXPANSION", b"1"]);
+    // Capacity 1, expansion 1: one layer per item.
+    let replies = common::each_checked(c, "BF.ADD", "k", 0..60);
+    let first_error = replies.iter().position(|&r| r != 1);
+    assert_eq!(
+        first_error,
+        None,
+        "BF.ADD failed from item {first_error:?} on ({}), with {} layers",
+        error(c, &[b"BF.ADD", b"k", b"one more"]),
+        q::<Vec<i64>>(c, &[b"BF.INFO", b"k", b"FILTERS"])[0]
+    );
+}
