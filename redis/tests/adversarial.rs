@@ -101,3 +101,31 @@ fn bf_scaling_chain_adds_layers_until_64() {
         q::<Vec<i64>>(c, &[b"BF.INFO", b"k", b"FILTERS"])[0]
     );
 }
+
+/// RedisBloom sets NONSCALING as a flag whatever the order of BF.INSERT's
+/// options; here `NONSCALING EXPANSION 4` gives a scaling filter (while
+/// `EXPANSION 4 NONSCALING` gives a non-scaling one).
+#[test]
+fn bf_insert_nonscaling_is_not_undone_by_a_later_expansion() {
+    if !common::redis_available("bf_insert_nonscaling_is_not_undone_by_a_later_expansion") {
+        return;
+    }
+    let s = Server::start(&[]);
+    let c = &mut s.connection();
+    let e = error(
+        c,
+        &[
+            b"BF.INSERT",
+            b"k",
+            b"NONSCALING",
+            b"EXPANSION",
+            b"4",
+            b"CAPACITY",
+            b"1",
+            b"ITEMS",
+            b"a",
+            b"b",
+        ],
+    );
+    assert_eq!(e, "ERR non scaling filter is full");
+}
