@@ -162,6 +162,7 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let mut o = Options::default();
     let mut create = true;
+    let mut nonscaling = false;
     let mut at = 2;
     let items = loop {
         let Some(arg) = args.get(at) else {
@@ -195,12 +196,17 @@ pub fn insert(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             create = false;
             at += 1;
         } else if args::is(arg, "NONSCALING") {
-            o.expansion = 0;
+            nonscaling = true;
             at += 1;
         } else {
             return Err(err("Unknown argument received"));
         }
     };
+    // A flag in any position, as in RedisBloom: a later EXPANSION does
+    // not undo it.
+    if nonscaling {
+        o.expansion = 0;
+    }
     if items.is_empty() {
         return Err(RedisError::WrongArity);
     }
