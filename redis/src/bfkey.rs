@@ -2,7 +2,8 @@
 //! RedisBloom scales: when the last layer holds its capacity, a new layer
 //! `EXPANSION` times larger with half the false-positive rate is added,
 //! so the chain's rate stays below the reserved one (layer `i` gets
-//! `error_rate / 2^(i+1)`; their sum is under `error_rate`).
+//! `error_rate / 2^(i+1)`, at least 1e-20; their sum is under `error_rate`
+//! plus at most 64e-20).
 
 use crate::encoding::{self, Fields, Kind};
 use koel::BloomFilter;
@@ -15,6 +16,11 @@ pub const DEFAULT_EXPANSION: i64 = 2;
 /// Layers a chain may have (RedisBloom has no limit; 64 layers of
 /// doubling capacity exceed any memory).
 const MAX_LAYERS: usize = 64;
+/// The lowest rate a layer gets: koel's `BloomFilter` takes rates from
+/// 1e-20 (below it an exact set is the better tool). Halving from a small
+/// `error_rate` reaches it before 64 layers (at layer 46 from 1e-6), and
+/// the chain stopped there; clamped layers add at most 64e-20 to the bound.
+const MIN_LAYER_RATE: f64 = 1e-20;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
@@ -76,7 +82,7 @@ impl BfKey {
         let growth = o.expansion.max(1).checked_pow(i).unwrap_or(u64::MAX);
         let capacity = o.capacity.saturating_mul(growth);
         let capacity = usize::try_from(capacity).map_err(|_| "capacity too large")?;
-        let rate = o.error_rate / 2f64.powi(i as i32 + 1);
+        let rate = (o.error_rate / 2f64.powi(i as i32 + 1)).max(MIN_LAYER_RATE);
         let mut b = BloomFilter::builder()
             .capacity(capacity)
             .false_positive_rate(rate);
