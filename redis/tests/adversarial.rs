@@ -6,36 +6,35 @@ mod common;
 
 use common::{cf_info, each, error, item, q, scandump, Server};
 
-/// RedisBloom: "Cuckoo filters can contain the same item multiple times,
-/// and consider each addition as separate"; with EXPANSION >= 1 a copy
-/// that finds its two buckets full goes to a new sub-filter. The README
-/// documents `Filter is full` only for EXPANSION 0 and past the FPR cap;
-/// here a growable filter holding 8 items refuses the 9th copy.
+/// README: an item's copies live in its two buckets, so CF.ADD takes at
+/// most 8 of them (16-bit tags; fewer where other items share the
+/// buckets), also on a growable filter (a doubling keeps an item's copies
+/// together; RedisBloom would add a sub-filter). The refused copy is
+/// `Filter is full` and changes nothing.
 #[test]
-fn cf_add_ninth_copy_on_a_growing_filter_is_accepted() {
-    if !common::redis_available("cf_add_ninth_copy_on_a_growing_filter_is_accepted") {
+fn cf_add_refuses_a_ninth_copy_and_changes_nothing() {
+    if !common::redis_available("cf_add_refuses_a_ninth_copy_and_changes_nothing") {
         return;
     }
     let s = Server::start(&[]);
     let c = &mut s.connection();
     q::<String>(c, &[b"CF.RESERVE", b"k", b"1000", b"EXPANSION", b"1"]);
-    let replies = common::each_checked(c, "CF.ADD", "k", std::iter::repeat_n(7, 9));
-    assert_eq!(
-        replies,
-        [1; 9],
-        "CF.ADD of one item 9 times (-2: an error reply): {}",
-        error(c, &[b"CF.ADD", b"k", &item(7)])
-    );
-    assert_eq!(q::<i64>(c, &[b"CF.COUNT", b"k", &item(7)]), 9);
+    let replies = common::each_checked(c, "CF.ADD", "k", std::iter::repeat_n(7, 8));
+    assert_eq!(replies, [1; 8]);
+    let before = cf_info(c, "k", "Number of items inserted");
+    assert_eq!(error(c, &[b"CF.ADD", b"k", &item(7)]), "Filter is full");
+    assert_eq!(q::<i64>(c, &[b"CF.COUNT", b"k", &item(7)]), 8);
+    assert_eq!(cf_info(c, "k", "Number of items inserted"), before);
 }
 
-/// On a filter grown past its tag bits (levels), a CF.DEL that answers 1
-/// sometimes removes nothing (koel's "ambiguous remove"): the item is
-/// still counted and CF.INFO's "Number of items inserted" is no longer
-/// inserts minus deletes. Neither is in the README.
+/// README: on a filter with levels, an item whose tag matches in two
+/// levels is not removed by CF.DEL (removing either copy could take
+/// another item's only copy); CF.DEL still answers 1, the item stays
+/// counted, and so does "Number of items inserted". Whatever CF.DEL does,
+/// no item that was not deleted goes missing.
 #[test]
-fn cf_del_answering_1_removes_a_copy_on_a_filter_with_levels() {
-    if !common::redis_available("cf_del_answering_1_removes_a_copy_on_a_filter_with_levels") {
+fn cf_del_on_a_filter_with_levels_never_takes_another_items_copy() {
+    if !common::redis_available("cf_del_on_a_filter_with_levels_never_takes_another_items_copy") {
         return;
     }
     let s = Server::start(&[]);
@@ -57,24 +56,18 @@ fn cf_del_answering_1_removes_a_copy_on_a_filter_with_levels() {
     assert!(each(c, "CF.ADD", "k", 0..N).iter().all(|&r| r == 1));
     assert!(cf_info(c, "k", "Number of filters") >= 2, "levels");
     let gone: Vec<u64> = (0..N).step_by(2).collect();
-    let before = each(c, "CF.COUNT", "k", gone.iter().copied());
     let deleted = each(c, "CF.DEL", "k", gone.iter().copied());
-    let after = each(c, "CF.COUNT", "k", gone.iter().copied());
-    let said_deleted = deleted.iter().filter(|&&r| r == 1).count() as i64;
-    let not_removed: Vec<u64> = gone
-        .iter()
-        .zip(before.iter().zip(&deleted).zip(&after))
-        .filter(|(_, ((b, d), a))| **d == 1 && **a != **b - 1)
-        .map(|(i, _)| *i)
-        .collect();
-    let inserted = cf_info(c, "k", "Number of items inserted");
+    assert!(deleted.iter().all(|&r| r == 1), "every item was added");
+    // Deletes that removed nothing (ambiguous) keep counting: rare.
+    let drift = cf_info(c, "k", "Number of items inserted") - (N - gone.len() as u64) as i64;
     assert!(
-        not_removed.is_empty() && inserted == N as i64 - said_deleted,
-        "CF.DEL answered 1 for {said_deleted} items but left {} of them counted \
-         (e.g. item {:?}); Number of items inserted {inserted}, expected {}",
-        not_removed.len(),
-        not_removed.first(),
-        N as i64 - said_deleted
+        (0..gone.len() as i64 / 20).contains(&drift),
+        "items inserted minus deletes is off by {drift}"
+    );
+    let kept_items = each(c, "CF.EXISTS", "k", (1..N).step_by(2));
+    assert!(
+        kept_items.iter().all(|&r| r == 1),
+        "an item not deleted went missing"
     );
 }
 
@@ -154,9 +147,11 @@ fn bf_loadchunk_refuses_a_header_from_another_dump() {
     q::<i64>(c, &[b"BF.ADD", b"src", b"b"]);
     let newer = whole(c);
     assert_eq!(older.len(), newer.len());
-    // The module header: 24 bytes, the kind's fields, their checksum.
+    // The module header (encoding version 2): 24 bytes, the kind's
+    // fields, the files' checksum, the header's checksum.
+    assert_eq!(newer[9], 2, "encoding version");
     let fields = u32::from_le_bytes(newer[12..16].try_into().unwrap()) as usize;
-    let header = 24 + fields + 8;
+    let header = 24 + fields + 16;
     q::<String>(
         c,
         &[
