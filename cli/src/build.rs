@@ -22,7 +22,9 @@ Examples:
 Input is taken as by `koel dedup`. Keys are lines, LF or CRLF (one
 trailing CR is not part of the key, as in `koel query`). The file is
 replaced atomically: a failed build leaves any old file in place. An
-output that is one of the input files is refused.";
+output that is one of the input files (or stdin) is refused. The summary
+is printed after the file is saved: if stdout fails (exit 2), the new
+file stays.";
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = EXAMPLES)]

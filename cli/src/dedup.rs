@@ -38,8 +38,9 @@ filter chained to it: a run never stops halfway. The rules of --state and -o
 are in cli/README.md.
 
 Exit status: 0 on success, 2 on an error (missing file, unwritable output,
-a --state that cannot meet --fpr, out of memory), reported before any
-output is written unless writing itself fails.";
+a --state that cannot meet --fpr, no memory for the filter), reported
+before any output is written unless writing or reading itself fails (a
+record too long for memory is found only when it is read).";
 
 const FPR_HELP: &str = "Bound on the false-positive rate (new records taken for \
 duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit tags; the \

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 /// `println!` for a command's report: the write's error is returned
 /// (`cannot write output: ...`, one line and exit status 2) instead of
 /// `println!`'s panic, e.g. when stdout is a full disk (`koel info f.koel
-/// > report.txt`). A closed pipe never gets here: SIGPIPE ends the process
-/// first (`main.rs`).
+/// > report.txt`). On Unix a closed pipe never gets here: SIGPIPE ends
+/// the process first (`main.rs`); elsewhere it is this error too.
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
@@ -166,14 +166,22 @@ pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
 }
 
 /// Fails if `output` is one of `inputs` (`koel build keys.txt -o
-/// keys.txt`): a filter file written there would replace the key list it
+/// keys.txt`, or `koel build -o keys.txt < keys.txt`: no paths, or `-`,
+/// read stdin): a filter file written there would replace the key list it
 /// was built from. (`dedup -o` may name an input: its output is a
 /// refinement of it, as for `sort -o`.)
 pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
     let Ok(out) = std::fs::metadata(output) else {
         return Ok(()); // not there yet: no input can be it
     };
-    for input in inputs {
+    let reads_stdin = inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-");
+    if reads_stdin && stdin_is(&out) {
+        anyhow::bail!(
+            "standard input is also the output {}: the filter would replace it (choose another --output)",
+            output.display()
+        );
+    }
+    for input in inputs.iter().filter(|p| p.as_os_str() != "-") {
         if std::fs::metadata(input).is_ok_and(|m| same_file(&m, &out, input, output)) {
             anyhow::bail!(
                 "input file {} is also the output: the filter would replace it (choose another --output)",
@@ -182,6 +190,23 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// Whether stdin is the file `m` describes.
+#[cfg(unix)]
+fn stdin_is(m: &std::fs::Metadata) -> bool {
+    use std::os::fd::AsFd;
+    let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    File::from(fd)
+        .metadata()
+        .is_ok_and(|s| s.is_file() && identity(&s) == identity(m))
+}
+
+#[cfg(not(unix))]
+fn stdin_is(_m: &std::fs::Metadata) -> bool {
+    false
 }
 
 /// Whether `a` (at `path_a`) and `b` (at `path_b`) are one file.
