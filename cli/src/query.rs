@@ -62,15 +62,8 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 }
 
 /// A key given on the command line, as bytes: on Unix its bytes whatever
-/// they are (a key line of `build` may be any bytes); elsewhere its UTF-8,
-/// invalid parts replaced.
-#[cfg(unix)]
+/// they are (a key line of `build` may be any bytes); on Windows its
+/// UTF-8 (WTF-8 for ill-formed UTF-16, never equal to a UTF-8 key line).
 fn key_bytes(key: &OsString) -> Vec<u8> {
-    use std::os::unix::ffi::OsStrExt;
-    key.as_bytes().to_vec()
-}
-
-#[cfg(not(unix))]
-fn key_bytes(key: &OsString) -> Vec<u8> {
-    key.to_string_lossy().into_owned().into_bytes()
+    key.as_encoded_bytes().to_vec()
 }

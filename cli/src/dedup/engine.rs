@@ -314,7 +314,8 @@ pub fn run<F: CliFilter + ?Sized>(
 fn reserve(buf: &mut Vec<u8>, more: usize) -> anyhow::Result<()> {
     buf.try_reserve(more).map_err(|_| {
         anyhow!(
-            "out of memory: a record of more than {} has no line end",
+            "out of memory reading the input ({} more bytes for a buffer of {}: a record without line ends?)",
+            HumanBytes(more as u64),
             HumanBytes(buf.len() as u64)
         )
     })
