@@ -5,7 +5,7 @@
 //! | --- | --- | --- |
 //! | 0 | 8 | magic `koel-rds` |
 //! | 8 | 1 | kind: 1 cuckoo, 2 Bloom |
-//! | 9 | 1 | version: 1 |
+//! | 9 | 1 | version: 2 written, 1 and 2 read |
 //! | 10 | 2 | 0 |
 //! | 12 | 4 | `n`: bytes of the kind's fields |
 //! | 16 | 8 | total length of the encoding |
@@ -84,8 +84,12 @@ pub fn header(kind: Kind, bytes: &[u8]) -> Result<(u64, usize), String> {
         return Err(format!("unsupported encoding version {version}"));
     }
     let n = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+    if n > MAX_FIELDS {
+        return Err("header longer than the bytes".into());
+    }
+    // No overflow: `n` is at most `MAX_FIELDS`.
     let sum_at = PREFIX + n + if version >= 2 { 8 } else { 0 };
-    if n > MAX_FIELDS || sum_at + 8 > bytes.len() {
+    if sum_at + 8 > bytes.len() {
         return Err("header longer than the bytes".into());
     }
     if xxh3_64(&bytes[..sum_at]) != u64_at(bytes, sum_at) {

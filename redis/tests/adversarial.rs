@@ -72,9 +72,10 @@ fn cf_del_on_a_filter_with_levels_never_takes_another_items_copy() {
 }
 
 /// README: a scaling BF key is a chain of layers, layer `i` at
-/// `error_rate / 2^(i+1)`, "at most 64 layers". koel's Bloom filter
-/// refuses rates below 1e-20, so with error_rate 1e-6 the 47th layer
-/// cannot be built and every later add fails (RedisBloom keeps scaling).
+/// `error_rate / 2^(i+1)` but at least 1e-20, "at most 64 layers". From
+/// error_rate 1e-6 the halving passes the floor at layer 46, where the
+/// chain used to stop (every later add failed); now it grows to 64
+/// layers, and only then refuses.
 #[test]
 fn bf_scaling_chain_adds_layers_until_64() {
     if !common::redis_available("bf_scaling_chain_adds_layers_until_64") {
@@ -84,7 +85,7 @@ fn bf_scaling_chain_adds_layers_until_64() {
     let c = &mut s.connection();
     q::<String>(c, &[b"BF.RESERVE", b"k", b"1e-6", b"1", b"EXPANSION", b"1"]);
     // Capacity 1, expansion 1: one layer per item.
-    let replies = common::each_checked(c, "BF.ADD", "k", 0..60);
+    let replies = common::each_checked(c, "BF.ADD", "k", 0..64);
     let first_error = replies.iter().position(|&r| r != 1);
     assert_eq!(
         first_error,
@@ -93,6 +94,10 @@ fn bf_scaling_chain_adds_layers_until_64() {
         error(c, &[b"BF.ADD", b"k", b"one more"]),
         q::<Vec<i64>>(c, &[b"BF.INFO", b"k", b"FILTERS"])[0]
     );
+    assert_eq!(q::<Vec<i64>>(c, &[b"BF.INFO", b"k", b"FILTERS"])[0], 64);
+    assert!(!error(c, &[b"BF.ADD", b"k", b"the 65th"]).is_empty());
+    assert_eq!(q::<Vec<i64>>(c, &[b"BF.INFO", b"k", b"FILTERS"])[0], 64);
+    assert!(each(c, "BF.EXISTS", "k", 0..64).iter().all(|&r| r == 1));
 }
 
 /// RedisBloom sets NONSCALING as a flag whatever the order of BF.INSERT's
