@@ -58,8 +58,14 @@ pub fn usage_error(program: &str, e: clap::Error) -> std::process::ExitCode {
         ErrorKind::DisplayHelp
         | ErrorKind::DisplayVersion
         | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            std::process::ExitCode::from(if e.use_stderr() { EXIT_ERROR } else { 0 })
+            // Help that cannot be written (`koel --help > /dev/full`) is
+            // an error, as any other failed output.
+            let printed = e.print().is_ok();
+            std::process::ExitCode::from(if e.use_stderr() || !printed {
+                EXIT_ERROR
+            } else {
+                0
+            })
         }
         _ => {
             errln!(

@@ -489,3 +489,21 @@ fn a_failing_stderr_keeps_the_exit_status() {
         assert_eq!(out.status.code(), Some(status), "koel {args:?}");
     }
 }
+
+/// Help or version text that cannot be written is a failure (status 2),
+/// not a silent success.
+#[test]
+fn help_into_a_full_stdout_fails() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return; // no /dev/full here
+    };
+    for flag in ["--help", "--version"] {
+        let out = std_koel()
+            .arg(flag)
+            .stdout(full.try_clone().unwrap())
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "koel {flag}");
+    }
+}
