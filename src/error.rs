@@ -188,6 +188,15 @@ pub enum UnionError {
     },
     /// The filters hash keys with different seeds.
     DifferentSeed,
+    /// The filters hash keys with different algorithms (one loaded from a
+    /// format version 1 file, which hashes with `ahash`, the other built
+    /// today).
+    DifferentHashAlgorithm {
+        /// The algorithm of the filter united into (`"ahash"`, `"xxh3"`).
+        algorithm: &'static str,
+        /// The other filter's.
+        other_algorithm: &'static str,
+    },
 }
 
 impl fmt::Display for UnionError {
@@ -210,6 +219,13 @@ impl fmt::Display for UnionError {
             UnionError::DifferentSeed => write!(
                 f,
                 "cannot unite Bloom filters with different hash seeds: build both with the same seed"
+            ),
+            UnionError::DifferentHashAlgorithm {
+                algorithm,
+                other_algorithm,
+            } => write!(
+                f,
+                "cannot unite Bloom filters hashing with {algorithm} and {other_algorithm}: rebuild the older one from its keys"
             ),
         }
     }
@@ -302,6 +318,7 @@ mod tests {
             UnionError::DifferentSize { .. } => 0,
             UnionError::DifferentHashes { .. } => 1,
             UnionError::DifferentSeed => 2,
+            UnionError::DifferentHashAlgorithm { .. } => 3,
         }
     }
 
@@ -416,6 +433,13 @@ mod tests {
                 &["setting 8 and 16 bits per key"],
             ),
             (UnionError::DifferentSeed, &["different hash seeds"]),
+            (
+                UnionError::DifferentHashAlgorithm {
+                    algorithm: "ahash",
+                    other_algorithm: "xxh3",
+                },
+                &["hashing with ahash and xxh3"],
+            ),
         ]
     }
 
@@ -465,7 +489,7 @@ mod tests {
     fn every_error_message_names_its_cause() {
         check(&build_samples(), build_variant, 6);
         check(&insert_samples(), insert_variant, 5);
-        check(&union_samples(), union_variant, 3);
+        check(&union_samples(), union_variant, 4);
         check(&advise_samples(), advise_variant, 4);
         // The batch error wraps an `InsertError`: its whole message, and
         // how far the batch got.

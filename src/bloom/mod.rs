@@ -344,9 +344,11 @@ impl BloomFilter {
     }
 
     /// Adds every item of `other` to `self` (bitwise OR), as if each of its
-    /// keys were inserted here. Both must have the same size, bits per key
-    /// and seed: build them with the same builder settings and an explicit
-    /// [`seed`](BloomFilterBuilder::seed).
+    /// keys were inserted here. Both must have the same size, bits per key,
+    /// seed and hash algorithm: build them with the same builder settings
+    /// and an explicit [`seed`](BloomFilterBuilder::seed) (a filter loaded
+    /// from a format version 1 file hashes with `ahash`, and unites only
+    /// with another such filter).
     ///
     /// ```
     /// let a = koel::BloomFilter::builder().capacity(1000).seed(7).build()?;
@@ -377,6 +379,13 @@ impl BloomFilter {
         }
         if self.seed() != other.seed() {
             return Err(UnionError::DifferentSeed);
+        }
+        let (mine, theirs) = (self.hasher.algorithm(), other.hasher.algorithm());
+        if mine != theirs {
+            return Err(UnionError::DifferentHashAlgorithm {
+                algorithm: mine.name(),
+                other_algorithm: theirs.name(),
+            });
         }
         for (mine, theirs) in self.blocks.words().iter().zip(other.blocks.words()) {
             // Relaxed, both: as in `block::insert`, the RMW keeps racing

@@ -1,5 +1,5 @@
-//! Adversarial findings (branch h/adv3): each test fails on the library as
-//! it stands and pins down a broken promise.
+//! `BloomFilter::union` across hash algorithms: a filter loaded from a
+//! format version 1 file hashes with `ahash`, one built today with XXH3.
 
 #![cfg(not(loom))]
 
@@ -43,12 +43,12 @@ fn union_refuses_a_filter_that_hashes_with_another_algorithm() {
         Ok(()) => {
             let missed = keys.iter().filter(|k| !v1.contains(*k)).count();
             assert_eq!(
-                missed, 0,
+                missed,
+                0,
                 "union of an ahash (v1-loaded) and an XXH3 Bloom filter was accepted, \
                  and {missed} of {} keys of `other` are now false negatives",
                 keys.len()
             );
         }
     }
-
 }
