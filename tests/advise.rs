@@ -319,3 +319,47 @@ fn a_filter_no_process_can_address_does_not_meet_the_requirements() {
         .unwrap();
     assert!(rec.meets_requirements, "{}", rec.reason);
 }
+
+/// Known bug (found 2026-12-06, ignored until fixed): `advise` with
+/// `SetSize::Unknown` reports `memory_bytes`, "heap bytes of
+/// the filter holding the expected items (after the expected growth)", and
+/// a `GrowthPlan` whose initial table (src/advise.rs, `growing_cuckoo`)
+/// "starts large enough to need no level". When the rate allows fewer doublings than the growth needs
+/// (here 4 of 7), the initial capacity is `items * factor / 2^doublings`
+/// with no headroom: filled with exactly the expected items, the built
+/// filter runs out of room at its last allowed generation and adds a level,
+/// using 2.8x the reported memory (4,695,584 bytes against 1,699,584).
+/// The same check `tests/advise.rs` makes (`check_grown`, within 10%) for
+/// plans that start at `items`.
+#[test]
+#[ignore = "known bug, not fixed yet: the plan has no headroom at its last generation and the filter adds a level (run with --ignored)"]
+fn a_growing_plan_that_starts_larger_holds_its_items_in_the_reported_memory() {
+    let (items, p, factor) = (10_000usize, 0.05, 100.0);
+    let rec = advise(Requirements::new(items, p).growth(SetSize::Unknown {
+        expected_factor: factor,
+    }))
+    .unwrap();
+    assert!(rec.meets_requirements, "{}", rec.reason);
+    let Configuration::Cuckoo {
+        growth: Some(plan), ..
+    } = rec.configuration
+    else {
+        panic!("expected a growing cuckoo filter: {:?}", rec.configuration);
+    };
+    let filter = rec.build().unwrap().expect("a filter");
+    let total = (items as f64 * factor) as u64;
+    for k in 0..total {
+        filter
+            .insert_hash(filter.hash_bytes(&k.to_le_bytes()))
+            .expect("growth within the plan");
+    }
+    let mem = filter.memory_usage() as f64;
+    let reported = rec.memory_bytes as f64;
+    assert!(
+        (mem - reported).abs() <= 0.1 * reported,
+        "holding the expected {total} items ({} planned doublings from {}) the filter uses \
+         {mem} bytes, the recommendation reported {reported}",
+        plan.doublings,
+        plan.initial_capacity
+    );
+}
