@@ -182,7 +182,7 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
         );
     }
     for input in inputs.iter().filter(|p| p.as_os_str() != "-") {
-        if std::fs::metadata(input).is_ok_and(|m| same_file(&m, &out, input, output)) {
+        if same_file(input, output) {
             anyhow::bail!(
                 "input file {} is also the output: the filter would replace it (choose another --output)",
                 input.display()
@@ -209,18 +209,19 @@ fn stdin_is(_m: &std::fs::Metadata) -> bool {
     false
 }
 
-/// Whether `a` (at `path_a`) and `b` (at `path_b`) are one file.
+/// Whether paths `a` and `b` name one file (on Unix also through hard
+/// links; elsewhere by [`canonical`] path).
 #[cfg(unix)]
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata, _: &Path, _: &Path) -> bool {
-    identity(a) == identity(b)
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => identity(&a) == identity(&b),
+        _ => false,
+    }
 }
 
 #[cfg(not(unix))]
-fn same_file(_: &std::fs::Metadata, _: &std::fs::Metadata, path_a: &Path, path_b: &Path) -> bool {
-    matches!(
-        (path_a.canonicalize(), path_b.canonicalize()),
-        (Ok(a), Ok(b)) if a == b
-    )
+fn same_file(a: &Path, b: &Path) -> bool {
+    canonical(a) == canonical(b)
 }
 
 #[cfg(not(unix))]

@@ -527,12 +527,9 @@ fn build_refuses_to_write_its_filter_over_one_of_its_input_files() {
 #[test]
 fn dedup_with_an_existing_state_it_cannot_save_fails_before_writing_records() {
     use std::os::unix::fs::PermissionsExt;
-    // SAFETY: getuid has no preconditions.
-    let root = unsafe { libc::getuid() } == 0;
-    let setpriv = Path::new("/usr/bin/setpriv");
-    if root && !setpriv.exists() {
+    let Some((mut c, root)) = common::unprivileged_koel() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -550,14 +547,6 @@ fn dedup_with_an_existing_state_it_cannot_save_fails_before_writing_records() {
     if !root {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o555)).unwrap();
     }
-    let mut c = if root {
-        let mut c = std::process::Command::new(setpriv);
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(assert_cmd::cargo::cargo_bin("koel"));
-        c
-    } else {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("koel"))
-    };
     let mut child = c
         .args(["dedup", "-q", "--state"])
         .arg(&state)
@@ -596,13 +585,7 @@ fn a_non_utf8_key_on_the_command_line_is_found() {
     let keys = dir.path().join("keys.bin");
     std::fs::write(&keys, b"caf\xe9\nplain\n").unwrap();
     let file = dir.path().join("f.koel");
-    koel()
-        .args(["build", "-q"])
-        .arg(&keys)
-        .arg("-o")
-        .arg(&file)
-        .assert()
-        .success();
+    build(&keys, &file);
     koel()
         .arg("query")
         .arg(&file)

@@ -415,12 +415,9 @@ fn a_failing_stdout_is_one_error_line_and_exit_2_for_every_command() {
 /// setpriv) when the tests run as root, since root may write any file.
 #[test]
 fn a_read_only_output_file_is_refused_not_replaced() {
-    // SAFETY: getuid has no preconditions.
-    let root = unsafe { libc::getuid() } == 0;
-    let setpriv = Path::new("/usr/bin/setpriv");
-    if root && !setpriv.exists() {
+    let Some((_, root)) = common::unprivileged_koel() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
@@ -434,14 +431,7 @@ fn a_read_only_output_file_is_refused_not_replaced() {
         }
         std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o444))
             .unwrap();
-        let mut c = if root {
-            let mut c = std::process::Command::new(setpriv);
-            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-                .arg(assert_cmd::cargo::cargo_bin("koel"));
-            c
-        } else {
-            std_koel()
-        };
+        let (mut c, _) = common::unprivileged_koel().unwrap();
         let o = c
             .current_dir(d)
             .args([cmd, "-q", "in.txt", "-o", out])

@@ -103,3 +103,24 @@ pub fn assert_query_maybe(file: &std::path::Path, keys: &[&str]) {
             .stdout(format!("maybe\t{key}\n"));
     }
 }
+
+/// A `koel` command that runs unprivileged, with whether it runs as
+/// `nobody` (uid and gid 65534): through setpriv when the tests run as root,
+/// since root may write any file; as this user otherwise. `None` as root
+/// without setpriv.
+#[cfg(unix)]
+pub fn unprivileged_koel() -> Option<(std::process::Command, bool)> {
+    let bin = assert_cmd::cargo::cargo_bin("koel");
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        return Some((std::process::Command::new(bin), false));
+    }
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !setpriv.exists() {
+        return None;
+    }
+    let mut c = std::process::Command::new(setpriv);
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin);
+    Some((c, true))
+}
