@@ -476,7 +476,7 @@ impl CuckooFilter {
         }
         let table = self.table();
         let items = (self.slots(table) as f64 * self.layout.sizing_load()) as usize;
-        let m0 = super::builder::buckets_for(items, layout).map_err(|_| InsertError::Full)?;
+        let m0 = super::sizing::buckets_for(items, layout).map_err(|_| InsertError::Full)?;
         let Ok(geo) = Geometry::checked(m0, 0, layout.tag_bits(), self.addressing()) else {
             return Err(InsertError::Full);
         };

@@ -11,12 +11,12 @@ mod parallel;
 mod pinned;
 #[cfg(all(test, not(loom)))]
 mod progress_tests;
+mod sizing;
 pub(crate) mod snapshot;
 mod stats;
 mod traits;
 
 pub use batch::BatchInsertError;
-pub(crate) use builder::table_memory;
 pub use builder::{CuckooFilterBuilder, DEFAULT_CAPACITY};
 pub(crate) use growth::GrowthPolicy;
 pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
@@ -25,6 +25,7 @@ pub use growth::{Growth, DEFAULT_MAX_FALSE_POSITIVE_RATE};
 pub use parallel::ParInsertError;
 pub use pinned::Pinned;
 use pinned::WriterPin;
+pub(crate) use sizing::table_memory;
 pub use stats::Stats;
 
 use crate::error::{BuildError, InsertError};
