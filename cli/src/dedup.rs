@@ -8,7 +8,7 @@ pub use engine::{run, Options, Totals};
 
 use crate::args::{RunArgs, SizeArgs};
 use crate::chain::{Chain, DEFAULT_FPR_BUDGET};
-use crate::err;
+use crate::errln;
 use crate::filter_file::{self, Loaded};
 use crate::filters::{self, CliFilter};
 use crate::human::{self, HumanBytes, HumanCount};
@@ -211,20 +211,20 @@ fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, f
     // moment; the FPR grows about linearly with the load.
     let fp_drops = t.new_keys as f64 * (fpr_before + snap.false_positive_rate) / 2.0;
     let mut s = format!(
-        "koel dedup: {} records in ({}), {} out, {} duplicates dropped\n",
+        "koel dedup: {} records in ({}), {} out, {} duplicates dropped",
         HumanCount(t.records_in),
         HumanBytes(t.bytes_in),
         HumanCount(t.records_out),
         HumanCount(dropped),
     );
     s += &format!(
-        "  {:.2} s: {:.0} MB/s, {}records/s on {threads} threads\n",
+        "\n  {:.2} s: {:.0} MB/s, {}records/s on {threads} threads",
         secs,
         t.bytes_in as f64 / secs.max(1e-9) / 1e6,
         human::rate(t.records_in as f64 / secs.max(1e-9)),
     );
     s += &format!(
-        "  filter: {}{}, {}, growth events {}\n",
+        "\n  filter: {}{}, {}, growth events {}",
         filter.describe(),
         snap.load_text(),
         HumanBytes(snap.memory_bytes as u64),
@@ -232,7 +232,7 @@ fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, f
     );
     if exact {
         s += &format!(
-            "  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped\n",
+            "\n  exact set: {} distinct records, {} ({:.1} bytes each); {} false positives of the filter caught, none dropped",
             HumanCount(t.exact_keys),
             HumanBytes(t.exact_bytes),
             t.exact_bytes as f64 / t.exact_keys.max(1) as f64,
@@ -240,22 +240,22 @@ fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, f
         );
     } else {
         s += &format!(
-            "  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {:.1e})\n",
+            "\n  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {:.1e})",
             snap.false_positive_rate
         );
     }
     let budget = filter.budget;
     if snap.false_positive_rate > budget {
         s += &format!(
-            "  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}\n",
+            "\n  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}",
             if exact { " (--exact lost nothing)" } else { "" }
         );
     }
     if t.missing_field > 0 {
         s += &format!(
-            "  {} records without the key field passed through\n",
+            "\n  {} records without the key field passed through",
             HumanCount(t.missing_field)
         );
     }
-    err!("{s}");
+    errln!("{s}");
 }

@@ -36,25 +36,7 @@ macro_rules! errln {
     }};
 }
 
-/// [`errln!`](crate::errln) without the line end (`eprint!`).
-#[macro_export]
-macro_rules! err {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// [`outln!`](crate::outln) without the line end (`print!`).
-#[macro_export]
-macro_rules! out {
-    ($($arg:tt)*) => {
-        $crate::output::to_stdout(format_args!($($arg)*))
-    };
-}
-
-/// Writes `text` to stdout and flushes it, for [`outln!`](crate::outln)
-/// and [`out!`](crate::out).
+/// Writes `text` to stdout and flushes it (`print!` for [`outln!`](crate::outln)).
 pub fn to_stdout(text: std::fmt::Arguments<'_>) -> anyhow::Result<()> {
     let mut stdout = io::stdout().lock();
     stdout
@@ -132,37 +114,17 @@ fn is_streamable(_m: &std::fs::Metadata) -> bool {
     false
 }
 
-/// Which file a path or descriptor is: device and inode.
-#[cfg(unix)]
-fn identity(m: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (m.dev(), m.ino())
-}
-
 /// Fails if stdout is a regular file that is also one of `inputs` (`koel
 /// dedup f.txt >> f.txt`): the command would read what it writes.
-#[cfg(unix)]
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
-    use std::os::fd::AsFd;
-    let Ok(fd) = io::stdout().as_fd().try_clone_to_owned() else {
-        return Ok(());
-    };
-    let Ok(out) = File::from(fd).metadata() else {
-        return Ok(());
-    };
-    if !out.is_file() {
-        return Ok(());
+    match stdio_among(io::stdout(), inputs.iter().map(PathBuf::as_path)) {
+        Some(input) => anyhow::bail!(
+            "input file {} is also the output (stdout): use -o {} to replace it",
+            input.display(),
+            input.display()
+        ),
+        None => Ok(()),
     }
-    for input in inputs {
-        if std::fs::metadata(input).is_ok_and(|m| identity(&m) == identity(&out)) {
-            anyhow::bail!(
-                "input file {} is also the output (stdout): use -o {} to replace it",
-                input.display(),
-                input.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Fails if `output` is one of `inputs` (`koel build keys.txt -o
@@ -171,11 +133,11 @@ pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
 /// was built from. (`dedup -o` may name an input: its output is a
 /// refinement of it, as for `sort -o`.)
 pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<()> {
-    let Ok(out) = std::fs::metadata(output) else {
+    if !output.exists() {
         return Ok(()); // not there yet: no input can be it
-    };
+    }
     let reads_stdin = inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-");
-    if reads_stdin && stdin_is(&out) {
+    if reads_stdin && stdio_among(io::stdin(), [output]).is_some() {
         anyhow::bail!(
             "standard input is also the output {}: the filter would replace it (choose another --output)",
             output.display()
@@ -192,21 +154,30 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
     Ok(())
 }
 
-/// Whether stdin is the file `m` describes.
+/// The first of `paths` that is the regular file behind `stream` (stdin
+/// or stdout), by device and inode; none off Unix, where std cannot tell
+/// which file a descriptor is.
 #[cfg(unix)]
-fn stdin_is(m: &std::fs::Metadata) -> bool {
-    use std::os::fd::AsFd;
-    let Ok(fd) = io::stdin().as_fd().try_clone_to_owned() else {
-        return false;
-    };
-    File::from(fd)
-        .metadata()
-        .is_ok_and(|s| s.is_file() && identity(&s) == identity(m))
+fn stdio_among<'a>(
+    stream: impl std::os::fd::AsFd,
+    paths: impl IntoIterator<Item = &'a Path>,
+) -> Option<&'a Path> {
+    let fd = stream.as_fd().try_clone_to_owned().ok()?;
+    let id = identity(&File::from(fd).metadata().ok().filter(|m| m.is_file())?);
+    paths
+        .into_iter()
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| identity(&m) == id))
 }
 
 #[cfg(not(unix))]
-fn stdin_is(_m: &std::fs::Metadata) -> bool {
-    false
+fn stdio_among<'a, S>(_: S, _: impl IntoIterator<Item = &'a Path>) -> Option<&'a Path> {
+    None
+}
+
+#[cfg(unix)]
+fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
 }
 
 /// Whether paths `a` and `b` name one file (on Unix also through hard
@@ -222,11 +193,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
 #[cfg(not(unix))]
 fn same_file(a: &Path, b: &Path) -> bool {
     canonical(a) == canonical(b)
-}
-
-#[cfg(not(unix))]
-pub fn refuse_stdout_onto(_inputs: &[PathBuf]) -> anyhow::Result<()> {
-    Ok(())
 }
 
 /// Fails if two outputs of one command are the same file (the last would

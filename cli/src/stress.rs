@@ -18,7 +18,7 @@ use crate::args::RunArgs;
 use crate::errln;
 use crate::filters::{self, KindArg};
 use crate::keys::KeyDist;
-use crate::{out, outln};
+use crate::outln;
 use crate::{output, parse, progress, Outcome};
 use anyhow::{bail, Context};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
@@ -120,7 +120,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             serde_json::to_string_pretty(&report).context("cannot encode the report as JSON")?
         )?;
     } else {
-        out!("{report}")?;
+        output::to_stdout(format_args!("{report}"))?;
     }
     if let (Some(path), false) = (&args.plot, args.json) {
         outln!("plot         {}", path.display())?;
