@@ -69,14 +69,6 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     }
 }
 
-/// This machine's RAM in bytes, where Linux says (`/proc/meminfo`).
-fn physical_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let items = usize::try_from(args.items)?;
     let req = Requirements::new(items, args.fpr)
@@ -128,7 +120,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     outln!("use          {what}")?;
     if rec.kind.is_some() {
         let memory = rec.memory_bytes as u64;
-        match physical_memory() {
+        match crate::meminfo("MemTotal") {
             Some(ram) if memory > ram => outln!(
                 "memory       {} (more than this machine's {} of RAM)",
                 HumanBytes(memory),

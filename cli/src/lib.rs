@@ -36,6 +36,15 @@ pub enum Outcome {
 /// Exit status of a usage or runtime error (bad flag, missing file, ...).
 pub const EXIT_ERROR: u8 = 2;
 
+/// A `/proc/meminfo` field (`MemTotal`, `MemAvailable`) in bytes, where
+/// Linux says.
+fn meminfo(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.split(':').next() == Some(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// How `program` (`koel`, `koel-lab`) ends with a command's `result`:
 /// the outcome's status, or the error on one line of stderr (`{:#}`: its
 /// whole context chain) and [`EXIT_ERROR`].

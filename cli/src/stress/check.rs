@@ -42,7 +42,7 @@ impl Truth {
         let bytes = n.saturating_mul(4) as u64;
         // The allocation below succeeds beyond physical memory (Linux
         // overcommits), and filling it would end in the OOM killer.
-        if let Some(available) = available_memory().filter(|&a| bytes > a) {
+        if let Some(available) = crate::meminfo("MemAvailable").filter(|&a| bytes > a) {
             anyhow::bail!(
                 "the ground truth for {items} keys needs {}, more than the {} of memory available: lower --items",
                 HumanBytes(bytes),
@@ -99,14 +99,6 @@ impl Truth {
     pub fn present_keys(&self, range: Range<u64>) -> impl Iterator<Item = u64> + '_ {
         range.filter(|&k| self.words[k as usize].load(Ordering::Relaxed) & 1 == 1)
     }
-}
-
-/// `MemAvailable` of `/proc/meminfo`, in bytes (Linux only).
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib.saturating_mul(1024))
 }
 
 /// What the checker saw.
