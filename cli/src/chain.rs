@@ -142,6 +142,21 @@ impl Chain {
             .map_err(|_| error)?;
         Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))
     }
+
+    /// `insert` into `newest`, and into the filter chained after each one
+    /// that refuses.
+    fn insert_into_newest<'a, R>(
+        &'a self,
+        mut newest: &'a Link,
+        insert: impl Fn(&CuckooFilter) -> Result<R, InsertError>,
+    ) -> Result<R, InsertError> {
+        loop {
+            match insert(&newest.filter) {
+                Err(e) => newest = self.chain_after(newest, e)?,
+                done => return done,
+            }
+        }
+    }
 }
 
 impl Filter for Chain {
@@ -154,27 +169,16 @@ impl Filter for Chain {
     }
 
     fn insert_hash(&self, hash: u64) -> Result<(), InsertError> {
-        let mut newest = self.newest();
-        loop {
-            match newest.filter.insert_hash(hash) {
-                Err(e) => newest = self.chain_after(newest, e)?,
-                done => return done,
-            }
-        }
+        self.insert_into_newest(self.newest(), |f| f.insert_hash(hash))
     }
 
     fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
-        let mut newest = self.newest();
+        let newest = self.newest();
         if self.older_hold(newest, hash) {
             return Ok(false);
         }
-        loop {
-            match newest.filter.insert_unique_hash(hash) {
-                // The refusing filter is older now, and does not hold it.
-                Err(e) => newest = self.chain_after(newest, e)?,
-                done => return done,
-            }
-        }
+        // A refusing filter becomes an older one, and does not hold it.
+        self.insert_into_newest(newest, |f| f.insert_unique_hash(hash))
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
@@ -182,8 +186,7 @@ impl Filter for Chain {
     }
 
     fn remove_hash(&self, hash: u64) -> Option<bool> {
-        let filters = self.filters();
-        Some(filters.iter().rev().any(|f| f.remove_hash(hash)))
+        Some(self.filters().iter().rev().any(|f| f.remove_hash(hash)))
     }
 
     fn len(&self) -> usize {
