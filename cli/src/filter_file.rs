@@ -51,9 +51,7 @@ impl FileProblem {
     /// A load error of `path`, sorted into the two cases.
     pub fn of_load(path: &Path, e: LoadError) -> FileProblem {
         match e {
-            LoadError::Io(_) => FileProblem::Unreadable(
-                anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
-            ),
+            LoadError::Io(_) => unreadable(path, e),
             invalid => FileProblem::Invalid(invalid.to_string()),
         }
     }
@@ -263,10 +261,8 @@ fn check_hashing(filters: impl Iterator<Item = (u64, u32, &'static str)>) -> Res
     }
 }
 
-fn unreadable(path: &Path, e: io::Error) -> FileProblem {
-    FileProblem::Unreadable(
-        anyhow::Error::new(e).context(format!("cannot read {}", path.display())),
-    )
+fn unreadable(path: &Path, e: impl Into<anyhow::Error>) -> FileProblem {
+    FileProblem::Unreadable(e.into().context(format!("cannot read {}", path.display())))
 }
 
 /// Opens `path` and tells a chain from a single filter: the reader, at the

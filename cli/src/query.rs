@@ -43,7 +43,10 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     };
     let mut hits = 0;
     for key in &args.keys {
-        hits += usize::from(answer(&key_bytes(key))?);
+        // On Unix its bytes whatever they are (a key line of `build` may be
+        // any bytes); on Windows its UTF-8 (WTF-8 for ill-formed UTF-16,
+        // never equal to a UTF-8 key line).
+        hits += usize::from(answer(key.as_encoded_bytes())?);
     }
     if args.keys.is_empty() {
         for line in std::io::stdin().lock().split(b'\n') {
@@ -59,11 +62,4 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     } else {
         Outcome::Success
     })
-}
-
-/// A key given on the command line, as bytes: on Unix its bytes whatever
-/// they are (a key line of `build` may be any bytes); on Windows its
-/// UTF-8 (WTF-8 for ill-formed UTF-16, never equal to a UTF-8 key line).
-fn key_bytes(key: &OsString) -> Vec<u8> {
-    key.as_encoded_bytes().to_vec()
 }
