@@ -81,18 +81,16 @@ impl Pool {
     }
 
     fn put(&self, data: Vec<u8>, prepared: impl Iterator<Item = Prepared>) {
-        let mut pool = lock(&self.data);
-        if pool.len() < POOL_MAX {
-            pool.push(data);
-        }
-        drop(pool);
-        let mut pool = lock(&self.prepared);
-        for p in prepared {
-            if pool.len() < POOL_MAX {
-                pool.push(p);
-            }
-        }
+        give(&self.data, std::iter::once(data));
+        give(&self.prepared, prepared);
     }
+}
+
+/// Puts `buffers` into `pool`, up to [`POOL_MAX`] waiting there.
+fn give<T>(pool: &Mutex<Vec<T>>, buffers: impl Iterator<Item = T>) {
+    let mut pool = lock(pool);
+    let room = POOL_MAX.saturating_sub(pool.len());
+    pool.extend(buffers.take(room));
 }
 
 /// A pool's lock; a panic elsewhere cannot leave a pool inconsistent.
