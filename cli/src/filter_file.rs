@@ -79,26 +79,21 @@ impl FileProblem {
     }
 }
 
-/// Writes `filters` as a chain file.
-pub fn write_chain(mut w: impl Write, filters: &[&CuckooFilter]) -> io::Result<()> {
-    let count = u32::try_from(filters.len())
-        .ok()
-        .filter(|&n| n <= MAX_CHAIN_FILTERS)
-        .ok_or_else(|| io::Error::other("too many filters for one chain file"))?;
-    w.write_all(CHAIN_MAGIC)?;
-    w.write_all(&count.to_le_bytes())?;
-    filters.iter().try_for_each(|f| f.write_to(&mut w))
-}
-
 /// Saves `filters` (hashing alike) to `path` atomically (`crate::output`'s
 /// rule): one filter as the library's own file, more as a chain file.
 pub fn save(path: &Path, filters: &[&CuckooFilter]) -> io::Result<()> {
     if let [only] = filters {
         return only.save(path);
     }
+    let count = u32::try_from(filters.len())
+        .ok()
+        .filter(|&n| n <= MAX_CHAIN_FILTERS)
+        .ok_or_else(|| io::Error::other("too many filters for one chain file"))?;
     let mut out = koel::AtomicFile::create(path)?;
     let mut w = BufWriter::new(out.file());
-    write_chain(&mut w, filters)?;
+    w.write_all(CHAIN_MAGIC)?;
+    w.write_all(&count.to_le_bytes())?;
+    filters.iter().try_for_each(|f| f.write_to(&mut w))?;
     w.flush()?;
     drop(w);
     out.commit()
@@ -349,77 +344,4 @@ fn walk(
         )));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn filter(seed: u64, keys: std::ops::Range<u32>) -> CuckooFilter {
-        let f = CuckooFilter::builder()
-            .capacity(1000)
-            .seed(seed)
-            .build()
-            .unwrap();
-        for k in keys {
-            f.insert(&k).unwrap();
-        }
-        f
-    }
-
-    #[test]
-    fn a_written_chain_loads_back_filter_by_filter() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.koel");
-        let (a, b) = (filter(5, 0..300), filter(5, 300..900));
-        let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[&a, &b]).unwrap();
-        std::fs::write(&path, &bytes).unwrap();
-        let Ok(Loaded::Cuckoo(back)) = load(&path) else {
-            panic!("not loaded as a chain")
-        };
-        assert_eq!(back.len(), 2);
-        assert!((0..300u32).all(|k| back[0].contains(&k)));
-        assert!((300..900u32).all(|k| back[1].contains(&k)));
-        let seen = inspect(&path).ok().unwrap();
-        assert_eq!(seen.chain, Some(2));
-        assert_eq!(seen.problem, None);
-        assert_eq!(seen.filters[1].item_count, Some(600));
-    }
-
-    #[test]
-    fn a_count_the_file_cannot_hold_is_refused_before_any_filter_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.koel");
-        let mut bytes = Vec::new();
-        write_chain(&mut bytes, &[&filter(1, 0..10)]).unwrap();
-        // One filter's bytes hold at most `room` filters of 96 bytes or
-        // more; a count above that is refused before any filter is read.
-        let room = (bytes.len() as u32 - 12) / 96;
-        bytes[8..12].copy_from_slice(&(room + 1).to_le_bytes());
-        std::fs::write(&path, &bytes).unwrap();
-        match load(&path) {
-            Err(FileProblem::Invalid(why)) => {
-                assert!(why.contains(&format!("hold at most {room} ")), "{why}")
-            }
-            _ => panic!("a chain that cannot hold its count loaded"),
-        }
-    }
-
-    #[test]
-    fn a_saved_chain_loads_back_whole() {
-        use koel::Filter;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.koel");
-        let chain = Chain::new(vec![filter(9, 0..0), filter(9, 0..0)], DEFAULT_FPR_BUDGET);
-        for i in 0..3000u32 {
-            chain
-                .insert_hash(chain.hash_bytes(&i.to_le_bytes()))
-                .unwrap();
-        }
-        save(&path, &chain.filters()).unwrap();
-        let back = open(&path).unwrap();
-        assert_eq!(back.describe(), chain.describe());
-        assert!((0..3000u32).all(|i| back.contains_hash(back.hash_bytes(&i.to_le_bytes()))));
-    }
 }

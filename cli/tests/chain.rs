@@ -228,6 +228,23 @@ fn a_chain_of_filters_that_hash_differently_is_refused() {
     assert_refused(d, "bloom.koel", &frame(&[&seed1, &bloom]), "bloom");
 }
 
+/// A count more than the file's length can hold (at 96 bytes or more a
+/// filter) is refused before any filter is read, naming the most it holds.
+#[test]
+fn a_count_the_file_cannot_hold_is_refused_before_any_filter_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = frame(&[&build(dir.path(), "one.koel", &[])]);
+    let room = (bytes.len() as u32 - 12) / 96;
+    assert!(room < 64, "{room}: the filter is too large for this test");
+    let needle = format!("hold at most {room} ");
+    assert_refused(
+        dir.path(),
+        "room.koel",
+        &with_count(&bytes, room + 1),
+        &needle,
+    );
+}
+
 /// Filters of the same seed and tag width but of format versions 3
 /// (`Fold`) and 2 (XXH3) do not hash every key alike: a key whose `Hash`
 /// bytes are 8 long (here the empty line, which is its length as a `u64`)
