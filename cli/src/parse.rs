@@ -119,20 +119,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts() {
-        assert_eq!(count("1000000"), Ok(1_000_000));
-        assert_eq!(count("1_000"), Ok(1000));
-        assert_eq!(count("500k"), Ok(500_000));
-        assert_eq!(count("10M"), Ok(10_000_000));
-        assert_eq!(count("2G"), Ok(2_000_000_000));
-        assert_eq!(count("1e6"), Ok(1_000_000));
-        assert_eq!(count("1.5M"), Ok(1_500_000));
-    }
-
-    #[test]
     fn decimal_counts_scale_to_the_exact_integer() {
         // 8.2 * 1e6 is 8199999.999999999 in floating point.
         for (text, want) in [
+            ("1000000", 1_000_000),
+            ("1_000", 1000),
+            ("500k", 500_000),
+            ("10M", 10_000_000),
+            ("2G", 2_000_000_000),
+            ("1.5M", 1_500_000),
             ("1.5k", 1_500),
             ("8.2M", 8_200_000),
             ("2.5G", 2_500_000_000),
@@ -172,7 +167,7 @@ mod tests {
             let e = count(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-        for bad in ["", "0", "-3", "x", "1.5", "1e300", "NaN", "M"] {
+        for bad in ["", "x", "1e300", "NaN", "M"] {
             assert!(count(bad).is_err(), "{bad:?}");
         }
     }
