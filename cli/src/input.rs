@@ -58,7 +58,6 @@ impl InputArgs {
 pub struct KeySpec {
     /// The 1-based field holding the key, or the whole line.
     pub field: Option<usize>,
-    /// Field delimiter.
     pub delimiter: u8,
     /// Strip one trailing `\r` (CRLF line ends) before finding the key:
     /// `build`'s key lists, so that they match `query`'s. `dedup` keeps it:

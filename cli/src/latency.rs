@@ -21,24 +21,20 @@ impl Default for Latency {
 }
 
 impl Latency {
-    /// Records one operation that took `nanos`.
     #[inline]
     pub fn record(&mut self, nanos: u64) {
         self.0.saturating_record(nanos.max(1));
     }
 
-    /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &Latency) {
         // Same bounds on both sides, so adding cannot fail.
         self.0.add(&other.0).expect("histograms share their bounds");
     }
 
-    /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.0.len()
     }
 
-    /// The summary for a report.
     pub fn summary(&self, op: &str) -> LatencySummary {
         LatencySummary {
             op: op.to_string(),

@@ -155,7 +155,6 @@ impl CheckReport {
         }
     }
 
-    /// Adds another thread's counts.
     pub fn merge(&mut self, o: &CheckReport) {
         self.live_false_negatives += o.live_false_negatives;
         self.write_false_negatives += o.write_false_negatives;

@@ -16,7 +16,6 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// Sum of the weights.
     pub fn total(&self) -> u32 {
         self.read + self.insert + self.remove
     }

@@ -9,13 +9,11 @@ use std::fmt;
 /// Everything a stress run measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct StressReport {
-    /// The filter, described.
     pub filter: String,
     pub threads: usize,
     /// Distinct keys.
     pub items: u64,
     pub capacity: u64,
-    /// Key distribution.
     pub keys: String,
     pub mix: String,
     /// Seed of the key streams (rerun with `--seed` to repeat them).
