@@ -89,16 +89,12 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
     }
     let size = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let snap = filter.snapshot();
-    let stored = if args.kind == FileKind::Cuckoo {
-        format!(
-            "{} stored (a key that already tests present, a repeat or a false-positive match, is not stored again)",
-            HumanCount(snap.len as u64)
-        )
-    } else {
-        format!(
-            "about {} distinct (estimated from the bits set)",
-            HumanCount(snap.len as u64)
-        )
+    let n = HumanCount(snap.len as u64);
+    let stored = match args.kind {
+        FileKind::Cuckoo => format!(
+            "{n} stored (a key that already tests present, a repeat or a false-positive match, is not stored again)"
+        ),
+        FileKind::Bloom => format!("about {n} distinct (estimated from the bits set)"),
     };
     outln!(
         "koel build: {} keys read in {:.2} s, {stored}",

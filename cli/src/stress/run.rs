@@ -401,11 +401,10 @@ fn sample(
         }
         generation = generation.max(now);
         // The snapshot scans the table: the load every fifth tick is enough.
-        let load = if tick.is_multiple_of(5) {
-            shared.filter.snapshot().load_factor
-        } else {
-            None
-        };
+        let load = tick
+            .is_multiple_of(5)
+            .then(|| shared.filter.snapshot().load_factor)
+            .flatten();
         timeline.push(TimelinePoint {
             t_secs: t,
             ops_per_sec: rate,
