@@ -115,9 +115,16 @@ fn is_streamable(_m: &std::fs::Metadata) -> bool {
 }
 
 /// Fails if stdout is a regular file that is also one of `inputs` (`koel
-/// dedup f.txt >> f.txt`): the command would read what it writes.
+/// dedup f.txt >> f.txt`), or stdin when it reads stdin (`koel dedup <
+/// f.txt >> f.txt`; no paths, or `-`): the command would read what it
+/// writes. `-` is stdin, never a file of that name.
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
-    match stdio_among(io::stdout(), inputs.iter().map(PathBuf::as_path)) {
+    let reads_stdin = inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-");
+    if reads_stdin && stdio_file(io::stdin()).is_some_and(|i| stdio_file(io::stdout()) == Some(i)) {
+        anyhow::bail!("standard input is also the output (stdout): use -o FILE to replace it");
+    }
+    let paths = inputs.iter().filter(|p| p.as_os_str() != "-");
+    match stdio_among(io::stdout(), paths.map(PathBuf::as_path)) {
         Some(input) => anyhow::bail!(
             "input file {} is also the output (stdout): use -o {} to replace it",
             input.display(),
@@ -162,8 +169,7 @@ fn stdio_among<'a>(
     stream: impl std::os::fd::AsFd,
     paths: impl IntoIterator<Item = &'a Path>,
 ) -> Option<&'a Path> {
-    let fd = stream.as_fd().try_clone_to_owned().ok()?;
-    let id = identity(&File::from(fd).metadata().ok().filter(|m| m.is_file())?);
+    let id = stdio_file(stream)?;
     paths
         .into_iter()
         .find(|p| std::fs::metadata(p).is_ok_and(|m| identity(&m) == id))
@@ -171,6 +177,19 @@ fn stdio_among<'a>(
 
 #[cfg(not(unix))]
 fn stdio_among<'a, S>(_: S, _: impl IntoIterator<Item = &'a Path>) -> Option<&'a Path> {
+    None
+}
+
+/// Device and inode of the regular file behind `stream`, if it is one.
+#[cfg(unix)]
+fn stdio_file(stream: impl std::os::fd::AsFd) -> Option<(u64, u64)> {
+    let fd = stream.as_fd().try_clone_to_owned().ok()?;
+    let m = File::from(fd).metadata().ok().filter(|m| m.is_file())?;
+    Some(identity(&m))
+}
+
+#[cfg(not(unix))]
+fn stdio_file<S>(_: S) -> Option<(u64, u64)> {
     None
 }
 

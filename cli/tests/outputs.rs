@@ -133,6 +133,58 @@ fn dedup_refuses_a_stdout_that_is_one_of_its_inputs() {
     assert_eq!(read(&f), "a\nb\na\n");
 }
 
+/// `-` is standard input, never a file of that name: with stdout
+/// redirected into a file called `-`, `koel dedup -` reads its pipe.
+#[test]
+fn dedup_dash_reads_stdin_even_when_stdout_is_a_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let named_dash = dir.path().join("-");
+    let out = std_koel()
+        .current_dir(dir.path())
+        .arg("dedup")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&named_dash).unwrap())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(b"a\nb\na\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(read(&named_dash), "a\nb\n");
+}
+
+/// `koel dedup < f.txt >> f.txt` reads what it appends, as `koel dedup
+/// f.txt >> f.txt` would: refused the same way, with or without `-`.
+#[cfg(unix)]
+#[test]
+fn dedup_refuses_a_stdout_that_is_its_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f.txt");
+    write(&f, "a\nb\na\n");
+    for dash in [&[][..], &["-"][..]] {
+        let append = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+        let out = std_koel()
+            .arg("dedup")
+            .args(dash)
+            .stdin(std::fs::File::open(&f).unwrap())
+            .stdout(append)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.starts_with("koel: error: standard input is also the output (stdout)"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert_eq!(read(&f), "a\nb\na\n");
+    }
+}
+
 #[test]
 fn dedup_writes_through_a_device_or_fifo_output() {
     let dir = tempfile::tempdir().unwrap();
