@@ -790,8 +790,14 @@ impl CuckooFilter {
     /// in more than one, one of them may be another key's only copy, so
     /// nothing is removed, and the answer is still `true` (a copy was
     /// found): the key's copy stays, a false positive for it, and `len` is
-    /// not lowered (`Stats::ambiguous_removes` counts these: about the
-    /// levels' false-positive rate of removes).
+    /// not lowered (`Stats::ambiguous_removes` counts these). For a key
+    /// inserted only once that happens at about the levels' false-positive
+    /// rate; a key inserted both before and after a level was added has
+    /// copies in two levels, and none of its removes removes anything, so
+    /// inserting and removing it in turn adds a copy each time until
+    /// [`InsertError::TooManyCopies`]. Keep such keys out of a filter that
+    /// grows past its tag bits, or use `Growth::Fixed` or a capacity that
+    /// needs no level.
     ///
     /// ```
     /// let f = koel::CuckooFilter::with_capacity(1000);
