@@ -123,18 +123,20 @@ pub enum InsertError {
         /// Bytes requested.
         bytes: usize,
     },
-    /// Both candidate buckets of the key hold nothing but copies of its
-    /// fingerprint: the key was already inserted `copies` times (`2 *
-    /// tags_per_bucket`: 8 with 16-bit tags, 10 with 12-bit), counting keys
-    /// that share its fingerprint and buckets. No displacement can move a
-    /// copy out of the pair, and no doubling can either (all copies of one
-    /// fingerprint move to the same pair), so the filter does not try: the
-    /// refusal is immediate, whatever the load or growth setting (an insert
-    /// that meets a doubling already under way helps it finish first). Remove a
-    /// copy to insert another, or deduplicate with
+    /// The key's two buckets take no more copies of its fingerprint: it
+    /// already has `copies` (counting keys that share its fingerprint and
+    /// buckets), at most `2 * tags_per_bucket - 1` (7 with 16-bit tags, 9
+    /// with 12-bit, 5 in a level of 21-bit tags), or from `tags_per_bucket`
+    /// on when the rest of its buckets hold other keys' tags that no
+    /// displacement can move. Copies never leave their pair, and a doubling
+    /// sends them all to one successor pair, so growing would not help and
+    /// the filter does not try. The last lane of a pair is kept for other
+    /// keys: a pair holding nothing but one fingerprint would stay full at
+    /// every size, and keys sharing its buckets would make the table double
+    /// at any load. Remove a copy to insert another, or deduplicate with
     /// [`insert_unique`](crate::CuckooFilter::insert_unique).
     TooManyCopies {
-        /// Copies already stored, the most one pair holds.
+        /// Copies already stored in the key's two buckets.
         copies: usize,
     },
 }
@@ -160,7 +162,7 @@ impl fmt::Display for InsertError {
             ),
             InsertError::TooManyCopies { copies } => write!(
                 f,
-                "this key already has {copies} copies, the most one filter can hold: both of its buckets hold nothing else, and growing would not help (nothing was changed; remove a copy first, or use insert_unique)"
+                "this key already has {copies} copies, the most its two buckets take: copies never leave them, so growing would not help (nothing was changed; remove a copy first, or use insert_unique)"
             ),
         }
     }
@@ -405,9 +407,9 @@ mod tests {
                 ],
             ),
             (
-                InsertError::TooManyCopies { copies: 8 },
+                InsertError::TooManyCopies { copies: 7 },
                 &[
-                    "8 copies",
+                    "7 copies",
                     "remove a copy",
                     "insert_unique",
                     "nothing was changed",

@@ -73,12 +73,11 @@
 //! Growth happens when an insert finds no room: for keys inserted once, at
 //! 95-98% load in a first table and 89-95% after doublings (a doubled
 //! table's tags keep fewer bits to spread alternates). Copies of one key
-//! never leave its two buckets, so keys held in the most copies (7 or 8
-//! with 16-bit tags) lock their buckets, and an insert whose buckets are
-//! both locked doubles the table at any load: with 512 of 900,000 keys
-//! inserted 8 times each, a filter sized for 1M doubled three times (10.7%
-//! load). Each doubling spends one tag bit, so the false-positive rate about
-//! doubles:
+//! never leave its two buckets, so a key takes at most `2 *
+//! tags_per_bucket - 1` copies ([`InsertError::TooManyCopies`]); many keys
+//! near that limit can still make a table double early (at about 2% load
+//! when 410 of 90,000 keys sit at it). Each doubling spends one tag bit, so
+//! the false-positive rate about doubles:
 //!
 //! | doublings | 16-bit tags, FPR at full load | 12-bit tags |
 //! | --- | --- | --- |

@@ -494,13 +494,14 @@ fn stats_count_every_tag_once_while_migrating() {
     );
 }
 
-/// The (2b+1)-th copy of one key finds both of its buckets full of its own
+/// The 2b-th copy of one key would fill both of its buckets with its own
 /// tag. A doubling sends every copy of a tag in a pair to the same successor
-/// pair (the region bits come from the tag), so growth cannot make room: the
-/// insert is refused at once with `TooManyCopies`, and nothing changes.
+/// pair (the region bits come from the tag), so such a pair would stay full
+/// for good: the insert is refused at once with `TooManyCopies`, and
+/// nothing changes.
 #[test]
-fn one_key_saturating_its_pair_is_refused_without_growing() {
-    for (bits, copies) in [(16u32, 8usize), (12, 10)] {
+fn one_key_at_the_copy_limit_is_refused_without_growing() {
+    for (bits, copies) in [(16u32, 7usize), (12, 9)] {
         let f = growing(1000, bits, 12);
         let key = "the same key";
         for i in 0..copies {
@@ -512,7 +513,7 @@ fn one_key_saturating_its_pair_is_refused_without_growing() {
         assert_eq!(
             err,
             InsertError::TooManyCopies { copies },
-            "{bits}-bit: the copy past 2b"
+            "{bits}-bit: the copy past 2b - 1"
         );
         assert!(err.to_string().contains("copies"), "{err}");
         assert_eq!(
@@ -539,23 +540,23 @@ fn one_key_saturating_its_pair_is_refused_without_growing() {
     }
 }
 
-/// A filter that never grows gives the same answer for a saturated pair:
+/// A filter that never grows gives the same answer at the copy limit:
 /// the table is not full, so `Full` would be misleading.
 #[test]
-fn one_key_saturating_its_pair_in_a_fixed_filter() {
+fn one_key_at_the_copy_limit_in_a_fixed_filter() {
     let f = CuckooFilter::builder()
         .capacity(1000)
         .growth(Growth::Fixed)
         .build()
         .unwrap();
-    for _ in 0..8 {
+    for _ in 0..7 {
         f.insert(&7u8).unwrap();
     }
     assert_eq!(
         f.insert(&7u8),
-        Err(InsertError::TooManyCopies { copies: 8 })
+        Err(InsertError::TooManyCopies { copies: 7 })
     );
-    assert_eq!(f.len(), 8);
+    assert_eq!(f.len(), 7);
 }
 
 /// Fills `f` with fresh keys until the first refusal; returns the keys in

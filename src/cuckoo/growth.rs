@@ -135,7 +135,9 @@ impl CuckooFilter {
     ) -> Result<Option<bool>, InsertError> {
         let searched = match failure {
             InsertFailure::Sealed => return Ok(None),
-            InsertFailure::Saturated => return Err(self.too_many_copies()),
+            InsertFailure::Saturated { copies } => {
+                return Err(InsertError::TooManyCopies { copies })
+            }
             InsertFailure::Full { searched } => searched,
         };
         let shard = self.counters.shard();
@@ -163,18 +165,11 @@ impl CuckooFilter {
                 t.room().confirm(armed);
                 return Err(refusal);
             }
-            Err(InsertFailure::Saturated) => Err(self.too_many_copies()),
+            Err(InsertFailure::Saturated { copies }) => Err(InsertError::TooManyCopies { copies }),
             Err(InsertFailure::Sealed) => Ok(None),
         };
         t.room().disarm(armed);
         outcome
-    }
-
-    /// The refusal of an insert whose two buckets hold only its own tag.
-    fn too_many_copies(&self) -> InsertError {
-        InsertError::TooManyCopies {
-            copies: 2 * self.layout.lanes() as usize,
-        }
     }
 
     /// Called by an insert that found table `t` full: starts doubling it,
@@ -281,8 +276,8 @@ impl CuckooFilter {
         );
     }
 
-    /// Loom models only: drives the current migration to the end.
-    #[cfg(loom)]
+    /// Loom models and unit tests only: drives the current migration to the end.
+    #[cfg(any(test, loom))]
     #[doc(hidden)]
     pub fn loom_finish_growth(&self) {
         let _pin = self.writer_pin();
@@ -429,31 +424,34 @@ mod tests {
         assert!((0..keys).all(|k| f.contains(&k)));
     }
 
-    /// During a doubling a saturated pair is not detected in the old table
-    /// (a migrating insert only adds), so the insert helps the migration
-    /// until the successor is installed, and is then refused there: the
-    /// copies all moved to one successor pair, so it is saturated too.
+    /// A key at the copy limit (7 of the pair's 8 lanes) is refused during
+    /// a doubling too: the migrating insert reads the pair where its tags
+    /// are now (old words, or the successor's once forwarded) and never
+    /// fills it with one tag, which would leave the successor pair full
+    /// for good (every copy of a tag moves to one successor pair).
     #[test]
-    fn a_saturated_key_inserted_mid_doubling_is_refused_once_it_is_installed() {
+    fn a_key_at_the_copy_limit_is_refused_mid_doubling() {
         let f = CuckooFilter::builder()
             .capacity(4000)
             .seed(5)
             .build()
             .unwrap();
         let key = "the same key";
-        for _ in 0..8 {
+        for _ in 0..7 {
             f.insert(key).unwrap();
         }
+        assert_eq!(f.insert(key), Err(InsertError::TooManyCopies { copies: 7 }));
         for k in 0..1000u32 {
             f.insert(&k).unwrap();
         }
         f.loom_begin_growth(false);
         assert!(f.stats().migrating);
-        assert_eq!(f.insert(key), Err(InsertError::TooManyCopies { copies: 8 }));
-        assert!(!f.stats().migrating, "refused only once installed");
+        assert_eq!(f.insert(key), Err(InsertError::TooManyCopies { copies: 7 }));
+        f.loom_finish_growth();
         assert_eq!(f.generation(), 1);
-        assert_eq!(f.count(key), 8);
-        assert_eq!(f.len(), 1008);
+        assert_eq!(f.insert(key), Err(InsertError::TooManyCopies { copies: 7 }));
+        assert_eq!(f.count(key), 7);
+        assert_eq!(f.len(), 1007);
         assert!((0..1000u32).all(|k| f.contains(&k)));
     }
 }

@@ -414,7 +414,10 @@ impl CuckooFilter {
                     let r = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::UnlessHinted, &self.counters));
                     match r {
                         Ok(inserted) => return Ok(inserted),
-                        Err(failure @ (InsertFailure::Full { .. } | InsertFailure::Saturated)) => {
+                        Err(
+                            failure
+                            @ (InsertFailure::Full { .. } | InsertFailure::Saturated { .. }),
+                        ) => {
                             if let Some(inserted) =
                                 self.after_insert_failure(t, at, hash, unique, failure)?
                             {
@@ -448,6 +451,11 @@ impl CuckooFilter {
                     }
                     match r {
                         Ok(inserted) => return Ok(inserted),
+                        Err(Retry::Saturated) => {
+                            return Err(InsertError::TooManyCopies {
+                                copies: 2 * self.layout.lanes() as usize - 1,
+                            })
+                        }
                         Err(_) => backoff.snooze(),
                     }
                 }
@@ -693,10 +701,10 @@ impl CuckooFilter {
     ///   [`InsertError::MemoryLimit`] or [`InsertError::AllocationFailed`]
     ///   if it would have to grow and may not or cannot.
     /// * [`InsertError::TooManyCopies`] if the key already has `2 *
-    ///   tags_per_bucket` copies (8 with 16-bit tags, 10 with 12-bit): its
-    ///   two buckets hold nothing else, and no doubling could separate the
-    ///   copies, so the filter refuses at once without growing (during a
-    ///   doubling already under way: once that doubling has finished).
+    ///   tags_per_bucket - 1` copies (7 with 16-bit tags, 9 with 12-bit),
+    ///   or at least `tags_per_bucket` and no displacement frees a lane in
+    ///   its buckets: no doubling could separate the copies, so the filter
+    ///   refuses without growing.
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
         let hash = |known| self.hasher.hash_known(key, known);

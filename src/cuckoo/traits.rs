@@ -190,7 +190,7 @@ impl<K: Hash> Extend<K> for &CuckooFilter {
 /// # Panics
 ///
 /// If the table cannot be allocated, like `Vec`'s `FromIterator`, or if
-/// one key occurs more than `2 * tags_per_bucket` times (8), the most
+/// one key occurs more than `2 * tags_per_bucket - 1` times (7), the most
 /// copies a filter holds ([`InsertError::TooManyCopies`]). Use
 /// [`builder`](CuckooFilter::builder) and
 /// [`insert_many`](CuckooFilter::insert_many) to get errors instead.

@@ -173,6 +173,36 @@ pub(crate) fn count<L: Layout>(word: u64, tag: u64) -> u32 {
     lanes_in::<L>(matching_lanes::<L>(word, tag))
 }
 
+/// Whether one more copy of `tag` would fill the pair of bucket words
+/// `a` and `b` (one empty lane between them) with nothing but `tag`. Such a
+/// pair is full for good: its copies cannot leave it, at any generation,
+/// and a key whose two buckets both sit in such pairs doubles the table at
+/// any load, so the last lane stays for other keys (`TooManyCopies` one
+/// copy early). Read from words seen without a lock: two racing inserts
+/// may still fill a pair, which costs room, never a key.
+#[cold]
+#[inline(never)]
+pub(crate) fn would_lock<L: Layout>(a: u64, b: u64, tag: u64) -> bool {
+    count::<L>(a, tag) + count::<L>(b, tag) == 2 * L::LANES - 1
+}
+
+/// Whether one more `tag` in `word`'s last empty lane would leave it
+/// nothing but `tag`: a plain insert's fast path leaves that lane to the
+/// slow path, which allows it unless the pair's other bucket is full of
+/// `tag` too ([`would_lock`]). Word-local, so the fast path carries no
+/// second word; the lanes are compared only for a word with one empty lane.
+#[inline(always)]
+pub(crate) fn fills_with<L: Layout>(word: u64, tag: u64) -> bool {
+    let empty = zero_lanes::<L>(word);
+    empty != 0 && empty & (empty - 1) == 0 && rest_is::<L>(word, tag, empty)
+}
+
+/// Whether every lane of `word` outside `empty` holds `tag`.
+#[inline(always)]
+fn rest_is<L: Layout>(word: u64, tag: u64, empty: u64) -> bool {
+    matching_lanes::<L>(word, tag) | empty == L::HIGH
+}
+
 /// Whether `word` has an empty lane.
 #[inline(always)]
 pub(crate) fn has_empty<L: Layout>(word: u64) -> bool {

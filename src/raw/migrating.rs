@@ -77,6 +77,9 @@ pub(crate) enum Retry {
     /// through forwarded buckets frees one yet: more of the table must be
     /// migrated first.
     NeedRoom,
+    /// One more copy would fill the key's pair with its tag
+    /// (`bucket::would_lock`): refused, as on a table that is not migrating.
+    Saturated,
 }
 
 impl From<Sealed> for Retry {
@@ -89,14 +92,20 @@ impl From<Sealed> for Retry {
 /// its successor bucket.
 #[inline(always)]
 fn copies_in<L: Layout>(old: &Table, next: &Table, i: usize, i_next: usize, tag: u64) -> u32 {
-    // Acquire: pairs with the CAS that put the tag there, or with the
+    bucket::count::<L>(current_word(old, next, i, i_next), tag)
+}
+
+/// The word that holds old bucket `i`'s tags now: the old one, or once it
+/// is forwarded, successor bucket `i_next`.
+fn current_word(old: &Table, next: &Table, i: usize, i_next: usize) -> u64 {
+    // Acquire: pairs with the CAS that put a tag there, or with the
     // forwarding CAS, whose Release publishes the successor's copy (read
     // next, also with Acquire for the successor writers' CASes).
     let w = old.word(i).load(Ordering::Acquire);
     if w == FORWARDED {
-        bucket::count::<L>(next.word(i_next).load(Ordering::Acquire), tag)
+        next.word(i_next).load(Ordering::Acquire)
     } else {
-        bucket::count::<L>(w, tag)
+        w
     }
 }
 
@@ -210,6 +219,11 @@ pub(crate) fn insert<L: Layout>(
                 }
                 Some(lock)
             } else {
+                let w1 = current_word(old, next, at.i1, s.i1);
+                let w2 = current_word(old, next, at.i2, s.i2);
+                if bucket::would_lock::<L>(w1, w2, at.tag) {
+                    return Err(Retry::Saturated);
+                }
                 None
             };
             let put_tag = |w: &AtomicU64| put::<L>(w, at.tag, shard);

@@ -227,10 +227,13 @@ pub(crate) enum InsertFailure {
     /// lane: a search failed (`searched`), or the table's full hint says
     /// one failed since the last remove (see `room.rs`).
     Full { searched: bool },
-    /// Both candidate buckets hold nothing but the key's own tag: no move
-    /// and no doubling can make room (a doubling sends every copy of a tag
-    /// in a pair to one successor pair).
-    Saturated,
+    /// The key's own copies hold both candidate buckets (`copies`: every
+    /// lane), or at least half of them with no path for the rest: no
+    /// doubling can make room for another copy (a doubling sends every
+    /// copy of a tag in a pair to one successor pair, and does not move
+    /// another key's copies away from it either, unless their tags happen
+    /// to differ in the doubling's bit), so a table must not double for it.
+    Saturated { copies: usize },
     /// The table is being replaced: go on in the successor.
     Sealed,
 }
@@ -311,9 +314,13 @@ fn insert_into<L: Layout>(
     if !unique {
         let shard = c.shard();
         // Two choices: the emptier bucket first, which keeps buckets
-        // balanced and defers displacement to higher loads.
+        // balanced and defers displacement to higher loads. A copy that
+        // would fill a bucket with its tag goes the slow way, which keeps
+        // the pair's last lane for other keys.
         let ((a, seen), b) = emptier_first::<L>(word1, word2);
-        if put_from::<L>(a, seen, at.tag, shard) || put::<L>(b, at.tag, shard) {
+        if !bucket::fills_with::<L>(seen, at.tag)
+            && (put_from::<L>(a, seen, at.tag, shard) || put::<L>(b, at.tag, shard))
+        {
             shard.add_len(1);
             return Ok(true);
         }
@@ -357,13 +364,27 @@ fn insert_again<L: Layout>(
             // ever waits for a stripe while holding one. (They cannot be
             // full of this tag: it is absent.)
         } else {
-            let ((a, seen), b) = emptier_first::<L>(t.word(i1), t.word(i2));
+            let (w1, w2) = (t.word(i1), t.word(i2));
+            // Relaxed: a snapshot for the refusal only (see `would_lock`).
+            let (seen1, seen2) = (w1.load(Ordering::Relaxed), w2.load(Ordering::Relaxed));
+            if bucket::empty::<L>(seen1) + bucket::empty::<L>(seen2) == 1
+                && bucket::would_lock::<L>(seen1, seen2, tag)
+            {
+                return Err(InsertFailure::Saturated {
+                    copies: 2 * L::LANES as usize - 1,
+                });
+            }
+            // Here a bucket may fill with `tag`: the pair still has room
+            // for other keys.
+            let ((a, seen), b) = emptier_first::<L>(w1, w2);
             if put_from::<L>(a, seen, tag, shard) || put::<L>(b, tag, shard) {
                 shard.add_len(1);
                 return Ok(true);
             }
             if saturated_by::<L>(t, tag, i1, i2)? {
-                return Err(InsertFailure::Saturated);
+                return Err(InsertFailure::Saturated {
+                    copies: 2 * L::LANES as usize,
+                });
             }
         }
         if search == Search::UnlessHinted && t.room().is_full() {
@@ -377,6 +398,19 @@ fn insert_again<L: Layout>(
                 // and won in the meantime: then the answer is "present".
                 if unique && contains_locked::<L>(t, tag, i1, i2, elsewhere)? {
                     return Ok(false);
+                }
+                // A key that already fills half its pair is crowded by
+                // copies (its own, and keys whose copies share a bucket
+                // with it), not by a full table: doubling for it doubled
+                // a filter for 1M keys six times over 4,096 keys held 8
+                // times each (docs/design.md, "Keys held in many copies").
+                if !unique {
+                    // Counted as `count` does, without the stripe (a save
+                    // may hold every stripe: this insert must not wait).
+                    let copies = count::<L>(t, Located { tag, i1, i2 })?;
+                    if copies >= L::LANES as usize {
+                        return Err(InsertFailure::Saturated { copies });
+                    }
                 }
                 return Err(InsertFailure::Full { searched: true });
             }
