@@ -119,12 +119,12 @@ fn is_streamable(_m: &std::fs::Metadata) -> bool {
 /// f.txt >> f.txt`; no paths, or `-`): the command would read what it
 /// writes. `-` is stdin, never a file of that name.
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
-    let reads_stdin = inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-");
-    if reads_stdin && stdio_file(io::stdin()).is_some_and(|i| stdio_file(io::stdout()) == Some(i)) {
+    if reads_stdin(inputs)
+        && stdio_file(io::stdin()).is_some_and(|i| stdio_file(io::stdout()) == Some(i))
+    {
         anyhow::bail!("standard input is also the output (stdout): use -o FILE to replace it");
     }
-    let paths = inputs.iter().filter(|p| p.as_os_str() != "-");
-    match stdio_among(io::stdout(), paths.map(PathBuf::as_path)) {
+    match stdio_among(io::stdout(), named(inputs)) {
         Some(input) => anyhow::bail!(
             "input file {} is also the output (stdout): use -o {} to replace it",
             input.display(),
@@ -143,14 +143,13 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
     if !output.exists() {
         return Ok(()); // not there yet: no input can be it
     }
-    let reads_stdin = inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-");
-    if reads_stdin && stdio_among(io::stdin(), [output]).is_some() {
+    if reads_stdin(inputs) && stdio_among(io::stdin(), [output]).is_some() {
         anyhow::bail!(
             "standard input is also the output {}: the filter would replace it (choose another --output)",
             output.display()
         );
     }
-    for input in inputs.iter().filter(|p| p.as_os_str() != "-") {
+    for input in named(inputs) {
         if same_file(input, output) {
             anyhow::bail!(
                 "input file {} is also the output: the filter would replace it (choose another --output)",
@@ -159,6 +158,19 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
         }
     }
     Ok(())
+}
+
+/// Whether a command given `inputs` reads stdin: no paths, or `-`.
+fn reads_stdin(inputs: &[PathBuf]) -> bool {
+    inputs.is_empty() || inputs.iter().any(|p| p.as_os_str() == "-")
+}
+
+/// The inputs that name files (`-` is stdin, never a file of that name).
+fn named(inputs: &[PathBuf]) -> impl Iterator<Item = &Path> {
+    inputs
+        .iter()
+        .filter(|p| p.as_os_str() != "-")
+        .map(PathBuf::as_path)
 }
 
 /// The first of `paths` that is the regular file behind `stream` (stdin

@@ -123,14 +123,21 @@ fn dedup_refuses_a_stdout_that_is_one_of_its_inputs() {
         .stdout(append)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused_in_one_line(&out);
     assert!(
         stderr.contains("f.txt") && stderr.contains("output"),
         "{stderr}"
     );
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert_eq!(read(&f), "a\nb\na\n");
+}
+
+/// The stderr of `out`, asserting that the command was refused (exit 2)
+/// with a one-line message.
+fn refused_in_one_line(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
 }
 
 /// `-` is standard input, never a file of that name: with stdout
@@ -174,13 +181,11 @@ fn dedup_refuses_a_stdout_that_is_its_stdin() {
             .stdout(append)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let stderr = refused_in_one_line(&out);
         assert!(
             stderr.starts_with("koel: error: standard input is also the output (stdout)"),
             "{stderr}"
         );
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert_eq!(read(&f), "a\nb\na\n");
     }
 }

@@ -451,10 +451,8 @@ impl CuckooFilter {
                     }
                     match r {
                         Ok(inserted) => return Ok(inserted),
-                        Err(Retry::Saturated) => {
-                            return Err(InsertError::TooManyCopies {
-                                copies: 2 * self.layout.lanes() as usize - 1,
-                            })
+                        Err(Retry::Saturated { copies }) => {
+                            return Err(InsertError::TooManyCopies { copies })
                         }
                         Err(_) => backoff.snooze(),
                     }

@@ -174,7 +174,7 @@ pub(crate) fn count<L: Layout>(word: u64, tag: u64) -> u32 {
 }
 
 /// Whether one more copy of `tag` would fill the pair of bucket words
-/// `a` and `b` (one empty lane between them) with nothing but `tag`. Such a
+/// `a` and `b` with nothing but `tag` (or it already does). Such a
 /// pair is full for good: its copies cannot leave it, at any generation,
 /// and a key whose two buckets both sit in such pairs doubles the table at
 /// any load, so the last lane stays for other keys (`TooManyCopies` one
@@ -183,7 +183,7 @@ pub(crate) fn count<L: Layout>(word: u64, tag: u64) -> u32 {
 #[cold]
 #[inline(never)]
 pub(crate) fn would_lock<L: Layout>(a: u64, b: u64, tag: u64) -> bool {
-    count::<L>(a, tag) + count::<L>(b, tag) == 2 * L::LANES - 1
+    count::<L>(a, tag) + count::<L>(b, tag) >= 2 * L::LANES - 1
 }
 
 /// Whether one more `tag` in `word`'s last empty lane would leave it

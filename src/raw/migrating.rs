@@ -78,8 +78,9 @@ pub(crate) enum Retry {
     /// migrated first.
     NeedRoom,
     /// One more copy would fill the key's pair with its tag
-    /// (`bucket::would_lock`): refused, as on a table that is not migrating.
-    Saturated,
+    /// (`bucket::would_lock`; `copies` seen): refused, as on a table that is
+    /// not migrating.
+    Saturated { copies: usize },
 }
 
 impl From<Sealed> for Retry {
@@ -222,7 +223,10 @@ pub(crate) fn insert<L: Layout>(
                 let w1 = current_word(old, next, at.i1, s.i1);
                 let w2 = current_word(old, next, at.i2, s.i2);
                 if bucket::would_lock::<L>(w1, w2, at.tag) {
-                    return Err(Retry::Saturated);
+                    let copies = bucket::count::<L>(w1, at.tag) + bucket::count::<L>(w2, at.tag);
+                    return Err(Retry::Saturated {
+                        copies: copies as usize,
+                    });
                 }
                 None
             };

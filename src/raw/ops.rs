@@ -227,8 +227,8 @@ pub(crate) enum InsertFailure {
     /// lane: a search failed (`searched`), or the table's full hint says
     /// one failed since the last remove (see `room.rs`).
     Full { searched: bool },
-    /// The key's own copies hold both candidate buckets (`copies`: every
-    /// lane), or at least half of them with no path for the rest: no
+    /// The key's copies (`copies`) would fill both candidate buckets with
+    /// one more, or hold at least half of them with no path for the rest: no
     /// doubling can make room for another copy (a doubling sends every
     /// copy of a tag in a pair to one successor pair, and does not move
     /// another key's copies away from it either, unless their tags happen
@@ -365,14 +365,14 @@ fn insert_again<L: Layout>(
             // full of this tag: it is absent.)
         } else {
             let (w1, w2) = (t.word(i1), t.word(i2));
-            // Relaxed: a snapshot for the refusal only (see `would_lock`).
+            // Relaxed: a first look; the count that refuses is validated.
             let (seen1, seen2) = (w1.load(Ordering::Relaxed), w2.load(Ordering::Relaxed));
-            if bucket::empty::<L>(seen1) + bucket::empty::<L>(seen2) == 1
-                && bucket::would_lock::<L>(seen1, seen2, tag)
-            {
-                return Err(InsertFailure::Saturated {
-                    copies: 2 * L::LANES as usize - 1,
-                });
+            if bucket::would_lock::<L>(seen1, seen2, tag) {
+                // Counted as `count` does: exact, and without the stripe.
+                let copies = count::<L>(t, Located { tag, i1, i2 })?;
+                if copies >= 2 * L::LANES as usize - 1 {
+                    return Err(InsertFailure::Saturated { copies });
+                }
             }
             // Here a bucket may fill with `tag`: the pair still has room
             // for other keys.
@@ -380,11 +380,6 @@ fn insert_again<L: Layout>(
             if put_from::<L>(a, seen, tag, shard) || put::<L>(b, tag, shard) {
                 shard.add_len(1);
                 return Ok(true);
-            }
-            if saturated_by::<L>(t, tag, i1, i2)? {
-                return Err(InsertFailure::Saturated {
-                    copies: 2 * L::LANES as usize,
-                });
             }
         }
         if search == Search::UnlessHinted && t.room().is_full() {
@@ -423,26 +418,6 @@ fn insert_again<L: Layout>(
         }
         first_try = false;
     }
-}
-
-/// Whether buckets `i1` and `i2` hold nothing but `tag`, at one moment.
-/// Confirmed under the pair's stripe: there no copy of `tag` can leave
-/// either bucket (its removes and moves hold this stripe, `clear` holds
-/// every stripe) and a full bucket takes no insert, so a bucket seen full
-/// of `tag` stays so while the other one is read.
-#[cold]
-#[inline(never)]
-fn saturated_by<L: Layout>(t: &Table, tag: u64, i1: usize, i2: usize) -> Result<bool, Sealed> {
-    // Relaxed: the loads under the stripe are ordered by its Acquire take
-    // (paired with the previous holder's Release); the first, unlocked
-    // look is only a filter.
-    let full_of_tag =
-        |i: usize| bucket::count::<L>(t.word(i).load(Ordering::Relaxed), tag) == L::LANES;
-    if !(full_of_tag(i1) && full_of_tag(i2)) {
-        return Ok(false);
-    }
-    let _lock = StripeLock::acquire(t.stripe(i1, i2)).ok_or(Sealed)?;
-    Ok(full_of_tag(i1) && full_of_tag(i2))
 }
 
 /// Whether `tag` is in `i1` or `i2`; the caller holds their pair's stripe.
