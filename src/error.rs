@@ -111,11 +111,14 @@ pub enum InsertError {
         next: f64,
     },
     /// The table is full and doubling it would pass the filter's
-    /// `max_memory` (old and new table are both alive while it migrates).
+    /// `max_memory` (old and new table are both alive while it migrates),
+    /// or a new level would.
     MemoryLimit {
         /// The configured bound, in bytes.
         max: usize,
-        /// Bytes the old and the doubled table would take together.
+        /// Bytes the filter would hold while the doubling migrates (the
+        /// old and the doubled table, the migration's state and the
+        /// replaced tables still resident), or once the new level exists.
         needed: usize,
     },
     /// The table is full and the allocator refused the doubled table.

@@ -668,3 +668,54 @@ fn at_the_cap_a_remove_in_the_pair_lets_the_same_key_back_in() {
             .unwrap_or_else(|e| panic!("re-insert after its remove: {e}"));
     }
 }
+
+/// `max_memory` bounds all the memory the filter holds, not only its live
+/// tables: during a doubling the old and new table plus the migration's
+/// state, and the replaced tables that stay resident until the filter
+/// drops (those under 4 MiB, and every table's version stripes). Checked
+/// at every change of `memory_usage` (a doubling's start and end, a new
+/// level), up to the first `MemoryLimit`, for caps that stop growth at
+/// several generations.
+#[test]
+fn memory_held_never_passes_max_memory() {
+    for (bits, cap) in [
+        (16, 40 << 10),
+        (16, 300 << 10),
+        (12, 150 << 10),
+        (16, 3 << 20),
+    ] {
+        let f = CuckooFilter::builder()
+            .capacity(1_000)
+            .fingerprint_bits(bits)
+            .seed(21)
+            .max_memory(cap)
+            .build()
+            .unwrap();
+        let held = |f: &CuckooFilter| {
+            let s = f.stats();
+            s.memory_bytes + s.retired_resident_bytes
+        };
+        let mut seen = f.memory_usage();
+        let mut keys = Keys(22);
+        let (inserted, err) = loop {
+            let k = keys.next().unwrap();
+            if let Err(e) = f.insert(&k) {
+                break (f.len(), e);
+            }
+            if f.memory_usage() != seen {
+                seen = f.memory_usage();
+                let held = held(&f);
+                assert!(held <= cap, "{bits}-bit, cap {cap}: {held} bytes held");
+            }
+        };
+        assert!(
+            matches!(err, InsertError::MemoryLimit { max, .. } if max == cap),
+            "{bits}-bit, cap {cap}: {err:?}"
+        );
+        assert!(held(&f) <= cap, "{bits}-bit, cap {cap}: at the refusal");
+        assert!(
+            inserted > 1_000,
+            "{bits}-bit, cap {cap}: the cap left room to grow"
+        );
+    }
+}

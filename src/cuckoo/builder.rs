@@ -116,9 +116,12 @@ impl CuckooFilterBuilder {
         self
     }
 
-    /// An upper bound, in bytes, on the tables of all levels: a doubling or
-    /// a new level that would pass it (counting old and new table, which
-    /// coexist while it migrates) is refused with
+    /// An upper bound, in bytes, on the memory the filter holds, all levels
+    /// together: its tables, the replaced tables still resident (see
+    /// [`Stats::retired_resident_bytes`](crate::Stats::retired_resident_bytes)),
+    /// and while a table doubles the old and the new table and the
+    /// migration's state. A doubling or a new level that would pass it is
+    /// refused with
     /// [`InsertError::MemoryLimit`](crate::InsertError::MemoryLimit).
     pub fn max_memory(mut self, bytes: usize) -> Self {
         self.policy.max_memory = Some(bytes);

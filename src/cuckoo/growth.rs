@@ -196,7 +196,13 @@ impl CuckooFilter {
         if !self.may_double_to(next) {
             return refused(InsertError::FalsePositiveRateLimit { max, next });
         }
-        let needed = t.bytes().saturating_add(Table::bytes_for(buckets));
+        // Everything held while the doubling migrates: both tables, the
+        // migration's state, and the replaced tables still resident.
+        let needed = t
+            .bytes()
+            .saturating_add(Table::bytes_for(buckets))
+            .saturating_add(Migration::bytes_for(t.buckets()))
+            .saturating_add(self.retired_bytes().1);
         if let Some(max) = self.policy.max_memory {
             if needed > max {
                 return refused(self.memory_refusal(max, needed));

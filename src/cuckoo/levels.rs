@@ -484,11 +484,13 @@ impl CuckooFilter {
         let max_memory = match self.policy.max_memory {
             None => None,
             Some(max) => {
-                let needed = table.bytes().saturating_add(bytes);
+                // This level keeps its table and its resident replaced ones.
+                let held = table.bytes().saturating_add(self.retired_bytes().1);
+                let needed = held.saturating_add(bytes);
                 if needed > max {
                     return Err(self.memory_refusal(max, needed));
                 }
-                Some(max - table.bytes())
+                Some(max - held)
             }
         };
         let mut table =

@@ -1072,7 +1072,7 @@ impl CuckooFilter {
 impl CuckooFilter {
     /// Bytes of the tables earlier doublings replaced: `(reserved,
     /// resident)` (see [`Stats::retired_bytes`]).
-    fn retired_bytes(&self) -> (usize, usize) {
+    pub(super) fn retired_bytes(&self) -> (usize, usize) {
         self.tables.retired().fold((0, 0), |(all, resident), t| {
             let state = t.migration().map_or(0, |m| m.bytes());
             let stripes = t.stripe_count() * std::mem::size_of::<u64>();

@@ -89,6 +89,12 @@ impl Migration {
         self.chunks.len() * std::mem::size_of::<usize>()
     }
 
+    /// Heap bytes of the state of a migration away from a table of
+    /// `buckets` buckets (what [`bytes`](Self::bytes) will say).
+    pub(crate) fn bytes_for(buckets: usize) -> usize {
+        buckets.div_ceil(CHUNK_BUCKETS) * std::mem::size_of::<usize>()
+    }
+
     /// Whether every chunk is done.
     pub(crate) fn is_done(&self) -> bool {
         // Acquire: pairs with the AcqRel `done` increments, so a thread that
