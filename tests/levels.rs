@@ -310,3 +310,42 @@ fn clear_and_clone_cover_every_level() {
     }
     assert!(keys.iter().all(|k| f.contains(k)));
 }
+
+/// Batch inserts into a filter with levels count what single inserts
+/// count: a key that goes to an upper level is not a refused growth or a
+/// failed insert of level 0 (they counted one of each per key), and
+/// `insert_unique_many` still finds the keys already present.
+#[test]
+fn batch_inserts_past_the_tag_bits_count_like_single_inserts() {
+    let build = || capped(1_000, 1e-2, 17);
+    let (single, batch) = (build(), build());
+    let first: Vec<u64> = Keys(18).take(100_000).collect();
+    let more: Vec<u64> = Keys(19).take(60_000).collect();
+    for f in [&single, &batch] {
+        for k in &first {
+            f.insert(k).unwrap();
+        }
+        assert!(f.stats().levels >= 2);
+    }
+    let before = batch.stats();
+    for k in &more {
+        single.insert(k).unwrap();
+    }
+    batch.insert_many(&more[..30_000]).unwrap();
+    let mut new = vec![false; 40_000];
+    batch.insert_unique_many(&more[20_000..], &mut new).unwrap();
+    assert!(
+        new[..10_000].iter().all(|n| !n),
+        "present keys reported new"
+    );
+    assert!(new[10_000..].iter().filter(|n| **n).count() > 29_000);
+    let (s, b) = (single.stats(), batch.stats());
+    assert_eq!(b.growths, s.growths, "{b:?}");
+    assert!(
+        b.growth_refusals <= s.growth_refusals + 1 && b.insert_failures <= s.insert_failures + 2,
+        "single: {s:?}\nbatch (before: {} refusals, {} failures): {b:?}",
+        before.growth_refusals,
+        before.insert_failures
+    );
+    assert!(more.iter().all(|k| batch.contains(k)), "a key was lost");
+}

@@ -176,6 +176,9 @@ impl CuckooFilter {
         let mut start = 0;
         let mut refused = None;
         while start < keys.len() {
+            if self.upper.get().is_some() {
+                return self.insert_leveled_batch(keys, start, unique, &added, &mut done);
+            }
             let t = self.table();
             let table_before = t as *const Table;
             let stopped = if t.migration().is_some() {
@@ -189,6 +192,9 @@ impl CuckooFilter {
                             Ok(())
                         }
                         Err(InsertFailure::Sealed) => Err(i),
+                        // A level appeared since the batch began: the key
+                        // goes where a single insert would put it (below).
+                        Err(_) if self.upper.get().is_some() => Err(i),
                         Err(failure) => {
                             // Start the doubling (or learn why not) here, so
                             // the general path below does not search again.
@@ -225,6 +231,36 @@ impl CuckooFilter {
             // not keep them.
             if !std::ptr::eq(self.table(), table_before) {
                 pin.renew();
+            }
+        }
+        Ok(())
+    }
+
+    /// The rest of a batch from `start` on a filter with levels, each key
+    /// as a single insert would take it ([`insert_leveled`](Self::insert_leveled)):
+    /// first trying this level, whose table may not grow, would count a
+    /// refused growth and a failed insert for every key.
+    #[cold]
+    fn insert_leveled_batch<K: Hash>(
+        &self,
+        keys: &[K],
+        start: usize,
+        unique: bool,
+        added: &std::cell::Cell<usize>,
+        done: &mut dyn FnMut(usize, bool),
+    ) -> Result<(), BatchInsertError> {
+        if !unique {
+            // Plain keys go to the newest level, as a batch of its own.
+            // (`dyn`: the closure would otherwise nest one type per call.)
+            let shifted: &mut dyn FnMut(usize, bool) = &mut |i, new| done(start + i, new);
+            let rest = self.newest().insert_batch(&keys[start..], false, shifted);
+            return rest
+                .map_err(|e| BatchInsertError::new(added.get(), start + e.failed_at, e.error));
+        }
+        for (i, key) in keys.iter().enumerate().skip(start) {
+            match self.insert_leveled(self.hash(key), unique) {
+                Ok(inserted) => done(i, inserted),
+                Err(error) => return Err(BatchInsertError::new(added.get(), i, error)),
             }
         }
         Ok(())

@@ -276,7 +276,7 @@ impl CuckooFilter {
     }
 
     /// The newest level.
-    fn newest(&self) -> &CuckooFilter {
+    pub(super) fn newest(&self) -> &CuckooFilter {
         self.levels().last().unwrap_or(self)
     }
 
