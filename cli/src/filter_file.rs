@@ -178,17 +178,17 @@ pub struct Inspected {
 /// buffer), stopping at the first problem.
 pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
     let (mut reader, chain) = read_framing(path)?;
-    let (mut filters, mut problem) = (Vec::new(), None);
     let Some(count) = chain else {
         let info = koel::inspect(reader).map_err(|e| FileProblem::of_load(path, e))?;
-        problem = self::problem(&info);
-        filters.push(info);
+        let problem = problem(&info);
+        let filters = vec![info];
         return Ok(Inspected {
             chain,
             filters,
             problem,
         });
     };
+    let (mut filters, mut problem) = (Vec::new(), None);
     let walked = walk(path, &mut reader, count, |r, k| {
         let info = koel::inspect(r)?;
         let why = self::problem(&info).or_else(|| {

@@ -119,12 +119,13 @@ fn is_streamable(_m: &std::fs::Metadata) -> bool {
 /// f.txt >> f.txt`; no paths, or `-`): the command would read what it
 /// writes. `-` is stdin, never a file of that name.
 pub fn refuse_stdout_onto(inputs: &[PathBuf]) -> anyhow::Result<()> {
-    if reads_stdin(inputs)
-        && stdio_file(io::stdin()).is_some_and(|i| stdio_file(io::stdout()) == Some(i))
-    {
+    let Some(stdout) = stdio_file(io::stdout()) else {
+        return Ok(());
+    };
+    if reads_stdin(inputs) && stdio_file(io::stdin()) == Some(stdout) {
         anyhow::bail!("standard input is also the output (stdout): use -o FILE to replace it");
     }
-    match stdio_among(io::stdout(), named(inputs)) {
+    match named(inputs).find(|&p| path_id(p) == Some(stdout)) {
         Some(input) => anyhow::bail!(
             "input file {} is also the output (stdout): use -o {} to replace it",
             input.display(),
@@ -143,19 +144,17 @@ pub fn refuse_output_onto(output: &Path, inputs: &[PathBuf]) -> anyhow::Result<(
     if !output.exists() {
         return Ok(()); // not there yet: no input can be it
     }
-    if reads_stdin(inputs) && stdio_among(io::stdin(), [output]).is_some() {
+    if reads_stdin(inputs) && stdio_file(io::stdin()).is_some_and(|i| path_id(output) == Some(i)) {
         anyhow::bail!(
             "standard input is also the output {}: the filter would replace it (choose another --output)",
             output.display()
         );
     }
-    for input in named(inputs) {
-        if same_file(input, output) {
-            anyhow::bail!(
-                "input file {} is also the output: the filter would replace it (choose another --output)",
-                input.display()
-            );
-        }
+    if let Some(input) = named(inputs).find(|&input| same_file(input, output)) {
+        anyhow::bail!(
+            "input file {} is also the output: the filter would replace it (choose another --output)",
+            input.display()
+        );
     }
     Ok(())
 }
@@ -173,31 +172,13 @@ fn named(inputs: &[PathBuf]) -> impl Iterator<Item = &Path> {
         .map(PathBuf::as_path)
 }
 
-/// The first of `paths` that is the regular file behind `stream` (stdin
-/// or stdout), by device and inode; none off Unix, where std cannot tell
-/// which file a descriptor is.
-#[cfg(unix)]
-fn stdio_among<'a>(
-    stream: impl std::os::fd::AsFd,
-    paths: impl IntoIterator<Item = &'a Path>,
-) -> Option<&'a Path> {
-    let id = stdio_file(stream)?;
-    paths
-        .into_iter()
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| identity(&m) == id))
-}
-
-#[cfg(not(unix))]
-fn stdio_among<'a, S>(_: S, _: impl IntoIterator<Item = &'a Path>) -> Option<&'a Path> {
-    None
-}
-
-/// Device and inode of the regular file behind `stream`, if it is one.
+/// Device and inode of the regular file behind `stream` (stdin or
+/// stdout), if it is one.
 #[cfg(unix)]
 fn stdio_file(stream: impl std::os::fd::AsFd) -> Option<(u64, u64)> {
     let fd = stream.as_fd().try_clone_to_owned().ok()?;
     let m = File::from(fd).metadata().ok().filter(|m| m.is_file())?;
-    Some(identity(&m))
+    identity(&m)
 }
 
 #[cfg(not(unix))]
@@ -205,25 +186,31 @@ fn stdio_file<S>(_: S) -> Option<(u64, u64)> {
     None
 }
 
+/// Device and inode of the file `path` names.
+fn path_id(path: &Path) -> Option<(u64, u64)> {
+    identity(&std::fs::metadata(path).ok()?)
+}
+
+/// Device and inode of a file; none off Unix, where std cannot tell which
+/// file a descriptor is.
 #[cfg(unix)]
-fn identity(m: &std::fs::Metadata) -> (u64, u64) {
+fn identity(m: &std::fs::Metadata) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
-    (m.dev(), m.ino())
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 /// Whether paths `a` and `b` name one file (on Unix also through hard
 /// links; elsewhere by [`canonical`] path).
-#[cfg(unix)]
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => identity(&a) == identity(&b),
-        _ => false,
+    match (path_id(a), path_id(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => !cfg!(unix) && canonical(a) == canonical(b),
     }
-}
-
-#[cfg(not(unix))]
-fn same_file(a: &Path, b: &Path) -> bool {
-    canonical(a) == canonical(b)
 }
 
 /// Fails if two outputs of one command are the same file (the last would

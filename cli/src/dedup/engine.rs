@@ -75,22 +75,13 @@ impl Pool {
         reserve(&mut v, capacity)?;
         Ok(v)
     }
-
-    fn take_prepared(&self) -> Option<Prepared> {
-        lock(&self.prepared).pop()
-    }
-
-    fn put(&self, data: Vec<u8>, prepared: impl Iterator<Item = Prepared>) {
-        give(&self.data, std::iter::once(data));
-        give(&self.prepared, prepared);
-    }
 }
 
 /// Puts `buffers` into `pool`, up to [`POOL_MAX`] waiting there.
-fn give<T>(pool: &Mutex<Vec<T>>, buffers: impl Iterator<Item = T>) {
+fn give<T>(pool: &Mutex<Vec<T>>, buffers: impl IntoIterator<Item = T>) {
     let mut pool = lock(pool);
     let room = POOL_MAX.saturating_sub(pool.len());
-    pool.extend(buffers.take(room));
+    pool.extend(buffers.into_iter().take(room));
 }
 
 /// A pool's lock; a panic elsewhere cannot leave a pool inconsistent.
@@ -116,12 +107,9 @@ struct Piece {
 
 impl Drop for Chunk<'_> {
     fn drop(&mut self) {
-        let data = std::mem::take(&mut self.data);
-        let prepared = self
-            .pieces
-            .drain(..)
-            .filter_map(|p| p.prepared.into_inner());
-        self.pool.put(data, prepared);
+        give(&self.pool.data, [std::mem::take(&mut self.data)]);
+        let prepared = self.pieces.drain(..).map(|p| p.prepared.into_inner());
+        give(&self.pool.prepared, prepared.flatten());
     }
 }
 
@@ -160,7 +148,7 @@ impl<'p> Chunk<'p> {
     ) -> &Prepared {
         let piece = &self.pieces[i];
         piece.prepared.get_or_init(|| {
-            let reuse = self.pool.take_prepared();
+            let reuse = lock(&self.pool.prepared).pop();
             prepare(reuse, &self.data[piece.range.clone()], key, threads, filter)
         })
     }
