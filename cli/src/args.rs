@@ -4,6 +4,14 @@
 
 use crate::input::Inputs;
 use crate::parse;
+use std::path::PathBuf;
+
+/// The filter file that `info` and `verify` read.
+#[derive(clap::Args, Debug)]
+pub struct FileArgs {
+    /// The filter file.
+    pub file: PathBuf,
+}
 
 /// How a command runs: `-j/--threads`, `-q/--quiet`, `--seed`
 /// (`stress`, `dedup`, `build`).

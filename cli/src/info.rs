@@ -1,14 +1,15 @@
 //! `koel info`: what a filter file (or chain of filters) holds.
 
+use crate::args::FileArgs;
 use crate::filter_file::{self, FileProblem, Loaded};
 use crate::filters::CliFilter;
 use crate::human::{HumanBytes, HumanCount};
 use crate::outln;
 use crate::Outcome;
 use koel::{ChecksumStatus, FileInfo, FilterKind};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const EXAMPLES: &str = "\
+pub const EXAMPLES: &str = "\
 Examples:
   koel info users.koel
 
@@ -17,14 +18,7 @@ filter and their summed false-positive rate. Exit status: 0 for an intact
 file; 1 if the file was read and is not an intact koel filter; 2 if it
 cannot be read at all (missing, no permission, a directory).";
 
-#[derive(clap::Args, Debug)]
-#[command(after_help = EXAMPLES)]
-pub struct Args {
-    /// The filter file.
-    pub file: PathBuf,
-}
-
-pub fn main(args: Args) -> anyhow::Result<Outcome> {
+pub fn main(args: FileArgs) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
     show_file(&args.file).or_else(|p| p.report(&prefix))
 }

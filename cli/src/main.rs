@@ -44,9 +44,11 @@ enum Command {
     /// Looks keys up in a filter file: maybe (present) or absent.
     Query(query::Args),
     /// Shows what a filter file holds: format version, hash, growth settings, items, load, memory, FPR.
-    Info(info::Args),
+    #[command(after_help = info::EXAMPLES)]
+    Info(koel_cli::args::FileArgs),
     /// Checks a filter file's checksum and invariants.
-    Verify(verify::Args),
+    #[command(after_help = verify::EXAMPLES)]
+    Verify(koel_cli::args::FileArgs),
     /// Recommends a filter (kind, size, layout) for a set's requirements.
     Advise(advise::Args),
 }

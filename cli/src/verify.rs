@@ -1,12 +1,13 @@
 //! `koel verify`: checksum and invariants of a filter file.
 
+use crate::args::FileArgs;
 use crate::filter_file::{self, FileProblem};
 use crate::human::HumanCount;
 use crate::outln;
 use crate::Outcome;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const EXAMPLES: &str = "\
+pub const EXAMPLES: &str = "\
 Examples:
   koel verify users.koel && echo intact
 
@@ -17,14 +18,7 @@ its framing. Exit status: 0 if the file is intact; 1 if it was read and is
 not an intact koel filter (one line on stderr says how); 2 if it cannot
 be read at all (missing, no permission, a directory).";
 
-#[derive(clap::Args, Debug)]
-#[command(after_help = EXAMPLES)]
-pub struct Args {
-    /// The filter file.
-    pub file: PathBuf,
-}
-
-pub fn main(args: Args) -> anyhow::Result<Outcome> {
+pub fn main(args: FileArgs) -> anyhow::Result<Outcome> {
     let prefix = format!("koel verify: {}: FAILED: ", args.file.display());
     verify(&args.file).or_else(|p| p.report(&prefix))
 }
@@ -36,34 +30,29 @@ fn verify(path: &Path) -> Result<Outcome, FileProblem> {
     }
     // Loading re-checks every field and word, and the file length.
     filter_file::load(path)?;
-    let items: u64 = inspected
-        .filters
-        .iter()
-        .map(|i| i.item_count.unwrap_or(0))
-        .sum();
-    let kind = inspected.filters[0].kind;
+    let filters = &inspected.filters;
+    let items: u64 = filters.iter().map(|i| i.item_count.unwrap_or(0)).sum();
+    let kind = filters[0].kind;
     let what = match inspected.chain {
         Some(n) => format!("chain of {n} {} filters", kind.name()),
         None => format!("{} filter", kind.name()),
     };
     // A filter grown past its tag bits is one record per level, each with
     // its own checksum and probe.
-    let levels: usize = inspected.filters.iter().map(|i| i.levels).sum();
-    let in_levels = if levels > inspected.filters.len() {
-        format!(" in {levels} levels")
-    } else {
-        String::new()
-    };
+    let levels: usize = filters.iter().map(|i| i.levels).sum();
+    let in_levels = (levels > filters.len()).then(|| format!(" in {levels} levels"));
     let all = if inspected.chain.is_some() || levels > 1 {
         "checksums valid, hash probes match"
     } else {
         "checksum valid, hash probe matches"
     };
-    let mut versions: Vec<u16> = inspected.filters.iter().map(|i| i.format_version).collect();
+    let mut versions: Vec<String> = filters
+        .iter()
+        .map(|i| i.format_version.to_string())
+        .collect();
     versions.dedup();
-    let versions: Vec<String> = versions.iter().map(u16::to_string).collect();
     outln!(
-        "{}: OK ({what}, format version {}, {} {}{in_levels}, {all})",
+        "{}: OK ({what}, format version {}, {} {}{}, {all})",
         path.display(),
         versions.join("+"),
         HumanCount(items),
@@ -71,7 +60,8 @@ fn verify(path: &Path) -> Result<Outcome, FileProblem> {
             "bits set"
         } else {
             "items"
-        }
+        },
+        in_levels.unwrap_or_default()
     )?;
     Ok(Outcome::Success)
 }

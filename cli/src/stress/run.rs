@@ -150,15 +150,12 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
     });
     bar.finish_and_clear();
 
-    let WorkerResult {
-        ops,
-        latency,
-        mut check,
-    } = results
-        .context("a worker thread panicked")?
+    let results = results.context("a worker thread panicked")?;
+    let mut all = results
         .iter()
         .fold(WorkerResult::default(), WorkerResult::merge);
-    final_sweep(&shared, &mut check);
+    final_sweep(&shared, &mut all.check);
+    let (ops, latency) = (all.ops, all.latency);
 
     let secs = elapsed.as_secs_f64();
     let total: u64 = ops.iter().sum();
@@ -193,7 +190,7 @@ pub fn run(filter: &dyn CliFilter, config: &Config) -> anyhow::Result<StressRepo
         snapshot,
         growth_events: growth,
         timeline,
-        check,
+        check: all.check,
     })
 }
 
