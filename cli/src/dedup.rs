@@ -171,7 +171,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 /// with (which its growth keeps) may not pass `--fpr`.
 fn load_state(path: &Path, args: &Args) -> anyhow::Result<Chain> {
     let name = path.display();
-    let filters = match filter_file::load(path).map_err(|p| p.into_error(path))? {
+    let filters = match filter_file::load(path).map_err(|e| filter_file::cannot_load(path, e))? {
         Loaded::Cuckoo(filters) => filters,
         Loaded::Bloom(_) => anyhow::bail!(
             "cannot load {name}: it holds a bloom filter; a --state is a cuckoo filter"

@@ -28,54 +28,46 @@ const MIN_FILTER_BYTES: u64 = 96;
 /// chain for at least twice what the others held.
 const MAX_CHAIN_FILTERS: u32 = 64;
 
-/// Why a filter file cannot be described or used.
+/// A filter file that was read and is not an intact koel filter: exit
+/// status 1 from `info` and `verify`. Every other error of a file (missing,
+/// no permission, a directory, an I/O error) or of its report is exit
+/// status 2. Context added to it (`filter 2 of 3: ...`) keeps it `Invalid`.
 #[derive(Debug)]
-pub enum FileProblem {
-    /// It cannot be read at all (missing, no permission, a directory, an
-    /// I/O error), or the report on it cannot be written: exit status 2.
-    Unreadable(anyhow::Error),
-    /// It was read and is not an intact koel filter: exit status 1 from
-    /// `info` and `verify`.
-    Invalid(String),
-}
+pub struct Invalid(pub String);
 
-/// A failed write of the report (`outln!`): exit status 2, as an
-/// unreadable file.
-impl From<anyhow::Error> for FileProblem {
-    fn from(e: anyhow::Error) -> FileProblem {
-        FileProblem::Unreadable(e)
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
-impl FileProblem {
-    /// A load error of `path`, sorted into the two cases.
-    pub fn of_load(path: &Path, e: LoadError) -> FileProblem {
-        match e {
-            LoadError::Io(_) => unreadable(path, e),
-            invalid => FileProblem::Invalid(invalid.to_string()),
-        }
-    }
+impl std::error::Error for Invalid {}
 
-    /// Ends `info` or `verify`: an unreadable file is an error (exit 2),
-    /// an invalid one a failed check (exit 1) with `prefix` and the reason
-    /// on one line.
-    pub fn report(self, prefix: &str) -> anyhow::Result<crate::Outcome> {
-        match self {
-            FileProblem::Unreadable(e) => Err(e),
-            FileProblem::Invalid(why) => {
-                errln!("{prefix}{why}");
-                Ok(crate::Outcome::CheckFailed)
-            }
-        }
+/// A load error of `path`: [`Invalid`] unless it is an I/O error.
+fn of_load(path: &Path, e: LoadError) -> anyhow::Error {
+    match e {
+        LoadError::Io(_) => unreadable(path, e),
+        invalid => Invalid(invalid.to_string()).into(),
     }
+}
 
-    /// The problem as an error of a command that needs the filter
-    /// (`query`, `dedup --state`): one line naming `path`.
-    pub fn into_error(self, path: &Path) -> anyhow::Error {
-        match self {
-            FileProblem::Unreadable(e) => e,
-            FileProblem::Invalid(why) => anyhow::anyhow!("cannot load {}: {why}", path.display()),
-        }
+/// Ends `info` or `verify` with error `e`: an [`Invalid`] file is a failed
+/// check (exit 1), `prefix` and the reason on one line; anything else an
+/// error (exit 2).
+pub fn report(e: anyhow::Error, prefix: &str) -> anyhow::Result<crate::Outcome> {
+    if !e.is::<Invalid>() {
+        return Err(e);
+    }
+    errln!("{prefix}{e:#}");
+    Ok(crate::Outcome::CheckFailed)
+}
+
+/// Error `e` of a command that needs the filter (`query`, `dedup
+/// --state`): an [`Invalid`] file is one line naming `path`.
+pub fn cannot_load(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    match e.is::<Invalid>() {
+        true => e.context(format!("cannot load {}", path.display())),
+        false => e,
     }
 }
 
@@ -127,7 +119,7 @@ impl Loaded {
 /// Loads `path` as one filter (`query`): a Bloom filter, or the chain of
 /// its cuckoo filters, which answers "maybe" if any of them does.
 pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
-    Ok(match load(path).map_err(|p| p.into_error(path))? {
+    Ok(match load(path).map_err(|e| cannot_load(path, e))? {
         // Read only: the budget of filters it would chain does not matter.
         Loaded::Cuckoo(filters) => Box::new(Chain::new(filters, DEFAULT_FPR_BUDGET)),
         Loaded::Bloom(f) => Box::new(f),
@@ -135,7 +127,7 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
 }
 
 /// Loads `path`: a filter of either kind, or a chain.
-pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
+pub fn load(path: &Path) -> anyhow::Result<Loaded> {
     let (mut reader, Some(count)) = read_framing(path)? else {
         return match CuckooFilter::load(path) {
             Ok(f) => Ok(Loaded::Cuckoo(vec![f])),
@@ -144,8 +136,8 @@ pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
                 ..
             }) => BloomFilter::load(path)
                 .map(Loaded::Bloom)
-                .map_err(|e| FileProblem::of_load(path, e)),
-            Err(e) => Err(FileProblem::of_load(path, e)),
+                .map_err(|e| of_load(path, e)),
+            Err(e) => Err(of_load(path, e)),
         };
     };
     // At most MAX_CHAIN_FILTERS, checked against the file's length.
@@ -159,7 +151,7 @@ pub fn load(path: &Path) -> Result<Loaded, FileProblem> {
             .iter()
             .map(|f| (f.seed(), f.fingerprint_bits(), f.hash_algorithm_name())),
     )
-    .map_err(FileProblem::Invalid)?;
+    .map_err(Invalid)?;
     Ok(Loaded::Cuckoo(filters))
 }
 
@@ -176,10 +168,10 @@ pub struct Inspected {
 
 /// Reads the header and checksum of `path`'s filters (streaming, one
 /// buffer), stopping at the first problem.
-pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
+pub fn inspect(path: &Path) -> anyhow::Result<Inspected> {
     let (mut reader, chain) = read_framing(path)?;
     let Some(count) = chain else {
-        let info = koel::inspect(reader).map_err(|e| FileProblem::of_load(path, e))?;
+        let info = koel::inspect(reader).map_err(|e| of_load(path, e))?;
         let problem = problem(&info);
         let filters = vec![info];
         return Ok(Inspected {
@@ -201,7 +193,7 @@ pub fn inspect(path: &Path) -> Result<Inspected, FileProblem> {
         Ok(problem.is_none())
     });
     match walked {
-        Err(FileProblem::Invalid(why)) if !filters.is_empty() => problem = Some(why),
+        Err(e) if e.is::<Invalid>() && !filters.is_empty() => problem = Some(format!("{e:#}")),
         walked => walked?,
     }
     let problem = problem.or_else(|| {
@@ -256,21 +248,21 @@ fn check_hashing(filters: impl Iterator<Item = (u64, u32, &'static str)>) -> Res
     }
 }
 
-fn unreadable(path: &Path, e: impl Into<anyhow::Error>) -> FileProblem {
-    FileProblem::Unreadable(e.into().context(format!("cannot read {}", path.display())))
+fn unreadable(path: &Path, e: impl Into<anyhow::Error>) -> anyhow::Error {
+    e.into().context(format!("cannot read {}", path.display()))
 }
 
 /// Opens `path` and tells a chain from a single filter: the reader, at the
 /// start of the file, or of a chain's first filter with the chain's count
 /// (checked against the file's length).
-fn read_framing(path: &Path) -> Result<(BufReader<File>, Option<u32>), FileProblem> {
+fn read_framing(path: &Path) -> anyhow::Result<(BufReader<File>, Option<u32>)> {
     let mut file = File::open(path).map_err(|e| unreadable(path, e))?;
     let meta = file.metadata().map_err(|e| unreadable(path, e))?;
     if meta.is_dir() {
-        return Err(FileProblem::Unreadable(anyhow::anyhow!(
+        anyhow::bail!(
             "cannot read {}: it is a directory, not a filter file",
             path.display()
-        )));
+        );
     }
     let mut head = Vec::with_capacity(CHAIN_HEADER_LEN as usize);
     (&mut file)
@@ -280,7 +272,7 @@ fn read_framing(path: &Path) -> Result<(BufReader<File>, Option<u32>), FileProbl
     let count = match head.strip_prefix(CHAIN_MAGIC) {
         None => None,
         Some(n) => Some(u32::from_le_bytes(n.try_into().map_err(|_| {
-            FileProblem::Invalid(format!(
+            Invalid(format!(
                 "truncated chain header: {} of {CHAIN_HEADER_LEN} bytes",
                 head.len()
             ))
@@ -288,7 +280,7 @@ fn read_framing(path: &Path) -> Result<(BufReader<File>, Option<u32>), FileProbl
     };
     let room = meta.len().saturating_sub(CHAIN_HEADER_LEN) / MIN_FILTER_BYTES;
     if let Some(n) = count.filter(|&n| n == 0 || n > MAX_CHAIN_FILTERS || u64::from(n) > room) {
-        return Err(FileProblem::Invalid(format!(
+        anyhow::bail!(Invalid(format!(
             "damaged chain header: it announces {n} filters{}",
             match n {
                 0 => String::new(),
@@ -314,7 +306,7 @@ fn walk(
     reader: &mut BufReader<File>,
     count: u32,
     mut each: impl FnMut(&mut dyn Read, u32) -> Result<bool, LoadError>,
-) -> Result<(), FileProblem> {
+) -> anyhow::Result<()> {
     let at_end = |r: &mut BufReader<File>| {
         r.fill_buf()
             .map(<[u8]>::is_empty)
@@ -322,24 +314,20 @@ fn walk(
     };
     for k in 1..=count {
         if at_end(reader)? {
-            return Err(FileProblem::Invalid(format!(
+            anyhow::bail!(Invalid(format!(
                 "truncated chain: its header announces {count} filters, the file ends after {}",
                 k - 1
             )));
         }
-        match each(reader, k).map_err(|e| FileProblem::of_load(path, e)) {
+        match each(reader, k).map_err(|e| of_load(path, e)) {
             Ok(true) => {}
             Ok(false) => return Ok(()),
-            Err(FileProblem::Invalid(why)) => {
-                return Err(FileProblem::Invalid(format!(
-                    "filter {k} of {count}: {why}"
-                )))
-            }
+            Err(e) if e.is::<Invalid>() => return Err(e.context(format!("filter {k} of {count}"))),
             Err(unreadable) => return Err(unreadable),
         }
     }
     if !at_end(reader)? {
-        return Err(FileProblem::Invalid(format!(
+        anyhow::bail!(Invalid(format!(
             "bytes after the last of its {count} filters: the file is damaged"
         )));
     }

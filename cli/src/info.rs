@@ -1,7 +1,7 @@
 //! `koel info`: what a filter file (or chain of filters) holds.
 
 use crate::args::FileArgs;
-use crate::filter_file::{self, FileProblem, Loaded};
+use crate::filter_file::{self, Invalid, Loaded};
 use crate::filters::CliFilter;
 use crate::human::{HumanBytes, HumanCount};
 use crate::outln;
@@ -20,10 +20,10 @@ cannot be read at all (missing, no permission, a directory).";
 
 pub fn main(args: FileArgs) -> anyhow::Result<Outcome> {
     let prefix = format!("koel info: {}: ", args.file.display());
-    show_file(&args.file).or_else(|p| p.report(&prefix))
+    show_file(&args.file).or_else(|e| filter_file::report(e, &prefix))
 }
 
-fn show_file(path: &Path) -> Result<Outcome, FileProblem> {
+fn show_file(path: &Path) -> anyhow::Result<Outcome> {
     let inspected = filter_file::inspect(path)?;
     let loaded = match inspected.problem {
         Some(_) => None,
@@ -56,7 +56,7 @@ fn show_file(path: &Path) -> Result<Outcome, FileProblem> {
         }
     }
     match inspected.problem {
-        Some(p) => Err(FileProblem::Invalid(p)),
+        Some(p) => Err(Invalid(p).into()),
         None => Ok(Outcome::Success),
     }
 }

@@ -1,7 +1,7 @@
 //! `koel verify`: checksum and invariants of a filter file.
 
 use crate::args::FileArgs;
-use crate::filter_file::{self, FileProblem};
+use crate::filter_file::{self, Invalid};
 use crate::human::HumanCount;
 use crate::outln;
 use crate::Outcome;
@@ -20,13 +20,13 @@ be read at all (missing, no permission, a directory).";
 
 pub fn main(args: FileArgs) -> anyhow::Result<Outcome> {
     let prefix = format!("koel verify: {}: FAILED: ", args.file.display());
-    verify(&args.file).or_else(|p| p.report(&prefix))
+    verify(&args.file).or_else(|e| filter_file::report(e, &prefix))
 }
 
-fn verify(path: &Path) -> Result<Outcome, FileProblem> {
+fn verify(path: &Path) -> anyhow::Result<Outcome> {
     let inspected = filter_file::inspect(path)?;
     if let Some(problem) = inspected.problem {
-        return Err(FileProblem::Invalid(problem));
+        return Err(Invalid(problem).into());
     }
     // Loading re-checks every field and word, and the file length.
     filter_file::load(path)?;
