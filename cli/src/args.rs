@@ -33,10 +33,8 @@ pub struct RunArgs {
 impl RunArgs {
     /// `--threads`, or the number of cores.
     pub fn threads(&self) -> usize {
-        match self.threads {
-            Some(t) => t as usize,
-            None => std::thread::available_parallelism().map_or(2, |n| n.get()),
-        }
+        let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
+        self.threads.map_or_else(cores, |t| t as usize)
     }
 }
 

@@ -43,15 +43,10 @@ fn show_file(path: &Path) -> anyhow::Result<Outcome> {
                 outln!("filter {} of {n}", k + 1)?;
                 show(info, filters.get(k).copied(), "  ")?;
             }
+            let total: f64 = filters.iter().map(|f| f.false_positive_rate()).sum();
             if !filters.is_empty() {
-                outln!(
-                    "total fpr    {:.2e} expected (the sum of the filters')",
-                    filters
-                        .iter()
-                        .map(|f| f.false_positive_rate())
-                        .sum::<f64>()
-                        .min(1.0)
-                )?;
+                let total = total.min(1.0);
+                outln!("total fpr    {total:.2e} expected (the sum of the filters')")?;
             }
         }
     }

@@ -52,8 +52,7 @@ impl Truth {
         let mut words = Vec::new();
         words.try_reserve_exact(n).map_err(|_| {
             anyhow::anyhow!(
-                "cannot allocate the ground truth for {items} keys ({} bytes): lower --items",
-                n.saturating_mul(4)
+                "cannot allocate the ground truth for {items} keys ({bytes} bytes): lower --items"
             )
         })?;
         words.extend((0..n).map(|_| AtomicU32::new(0)));
