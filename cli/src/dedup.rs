@@ -206,10 +206,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, fpr_before: f64) {
     let snap = filter.snapshot();
+    let (fpr, budget) = (snap.false_positive_rate, filter.budget);
     let dropped = t.records_in - t.records_out;
     // Each new key was wrongly taken for a duplicate with the FPR of the
     // moment; the FPR grows about linearly with the load.
-    let fp_drops = t.new_keys as f64 * (fpr_before + snap.false_positive_rate) / 2.0;
+    let fp_drops = t.new_keys as f64 * (fpr_before + fpr) / 2.0;
     let mut s = format!(
         "koel dedup: {} records in ({}), {} out, {} duplicates dropped",
         HumanCount(t.records_in),
@@ -240,12 +241,10 @@ fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, f
         );
     } else {
         s += &format!(
-            "\n  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {:.1e})",
-            snap.false_positive_rate
+            "\n  estimated false-positive drops: {fp_drops:.1} (new records taken for duplicates; FPR now {fpr:.1e})"
         );
     }
-    let budget = filter.budget;
-    if snap.false_positive_rate > budget {
+    if fpr > budget {
         s += &format!(
             "\n  warning: the false-positive rate passed its bound {budget:.1e}: the filter could not grow within it, so a filter was chained; rerun with a larger --expected or --fpr{}",
             if exact { " (--exact lost nothing)" } else { "" }

@@ -65,9 +65,10 @@ pub fn report(e: anyhow::Error, prefix: &str) -> anyhow::Result<crate::Outcome> 
 /// Error `e` of a command that needs the filter (`query`, `dedup
 /// --state`): an [`Invalid`] file is one line naming `path`.
 pub fn cannot_load(path: &Path, e: anyhow::Error) -> anyhow::Error {
-    match e.is::<Invalid>() {
-        true => e.context(format!("cannot load {}", path.display())),
-        false => e,
+    if e.is::<Invalid>() {
+        e.context(format!("cannot load {}", path.display()))
+    } else {
+        e
     }
 }
 
