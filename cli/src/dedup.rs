@@ -86,7 +86,6 @@ pub struct Args {
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
     let threads = args.run.threads();
     let mut inputs = Inputs::open(args.input.paths())?;
-    let fpr = args.size.fpr;
     let bits = args.size.fingerprint_bits()?;
     if let Some(path) = &args.state {
         // Fail now, not after every new record went out: a state that
@@ -97,7 +96,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         Some(path) if path.exists() => load_state(path, &args)?,
         _ => {
             let expected = args.size.expected(&inputs)?;
-            let budget = fpr.unwrap_or(DEFAULT_FPR_BUDGET);
+            let budget = args.size.fpr.unwrap_or(DEFAULT_FPR_BUDGET);
             let first = filters::cuckoo(expected, bits, args.run.seed, Some(budget))?;
             Chain::new(vec![first], budget)
         }
@@ -105,13 +104,11 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
 
     // Output files follow the rule of `crate::output`: replaced only at
     // the end, so `-o` may name an input (as `sort -o`).
+    if let (Some(path), Some(state)) = (&args.output, &args.state) {
+        output::refuse_same_file(path, "--output", state, "--state")?;
+    }
     let mut file_output = match &args.output {
-        Some(path) => {
-            if let Some(state) = &args.state {
-                output::refuse_same_file(path, "--output", state, "--state")?;
-            }
-            Some(output::Stream::create(path)?)
-        }
+        Some(path) => Some(output::Stream::create(path)?),
         None => {
             output::refuse_stdout_onto(args.input.paths())?;
             None
