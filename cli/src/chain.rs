@@ -84,22 +84,18 @@ impl Chain {
         self.links().last().expect("a chain has a filter")
     }
 
-    /// Whether a filter older than `newest` holds `hash`.
-    fn older_hold(&self, newest: &Link, hash: u64) -> bool {
-        self.links()
-            .take_while(|l| !std::ptr::eq(*l, newest))
-            .any(|l| l.filter.contains_hash(hash))
+    /// The filters older than `newest`.
+    fn older<'a>(&'a self, newest: &'a Link) -> impl Iterator<Item = &'a CuckooFilter> {
+        let older = self.links().take_while(move |l| !std::ptr::eq(*l, newest));
+        older.map(|l| &l.filter)
     }
 
     /// The false-positive rate the chain may reach: the older filters'
     /// rates (final) plus the newest's bound, which its growth keeps.
     pub fn bound(&self) -> f64 {
         let newest = self.newest();
-        self.links()
-            .take_while(|l| !std::ptr::eq(*l, newest))
-            .map(|l| l.filter.false_positive_rate())
-            .sum::<f64>()
-            + newest.filter.max_false_positive_rate()
+        let older: f64 = self.older(newest).map(|f| f.false_positive_rate()).sum();
+        older + newest.filter.max_false_positive_rate()
     }
 
     /// After `newest` refused with `error`: the link chained after it (by
@@ -124,17 +120,13 @@ impl Chain {
         }
         let first = &self.first.filter;
         let bits = first.fingerprint_bits();
-        let held: usize = self.links().map(|l| l.filter.len()).sum();
-        let left = self.budget
-            - self
-                .links()
-                .map(|l| l.filter.false_positive_rate())
-                .sum::<f64>();
+        let rates: f64 = self.links().map(|l| l.filter.false_positive_rate()).sum();
+        let left = self.budget - rates;
         let rate = (left / 2.0).max(full_load_rate(bits) * 1.01);
         // Hashing as the first filter does (seed and algorithm): every key
         // of the chain is hashed once, by the first.
         let filter = CuckooFilter::builder()
-            .capacity(held.saturating_mul(2).max(1024))
+            .capacity(self.len().saturating_mul(2).max(1024))
             .fingerprint_bits(bits)
             .hash_like(first)
             .max_false_positive_rate(rate.min(1.0))
@@ -174,7 +166,7 @@ impl Filter for Chain {
 
     fn insert_unique_hash(&self, hash: u64) -> Result<bool, InsertError> {
         let newest = self.newest();
-        if self.older_hold(newest, hash) {
+        if self.older(newest).any(|f| f.contains_hash(hash)) {
             return Ok(false);
         }
         // A refusing filter becomes an older one, and does not hold it.

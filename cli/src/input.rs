@@ -147,22 +147,14 @@ impl Inputs {
             .sum()
     }
 
-    /// Records to size a filter for: the regular files' records (see
-    /// [`records`](Self::records)) with a little room, since a filter is
-    /// built for its capacity and not a slot more, plus
-    /// [`DEFAULT_EXPECTED`] if some input is stdin or a pipe.
+    /// Records to size a filter for: the regular files' records with a
+    /// little room, since a filter is built for its capacity and not a slot
+    /// more, plus [`DEFAULT_EXPECTED`] if some input is not a regular file
+    /// (stdin, a pipe), whose records cannot be known in advance. A small
+    /// file is counted; a large one is estimated from the newlines in
+    /// windows spread evenly over all of it, so that no one region (a long
+    /// first line) decides. Files are rewound.
     pub fn expected_records(&self) -> anyhow::Result<u64> {
-        let (records, unsized_input) = self.records()?;
-        let sized = records + records / 64 + 1000;
-        Ok(sized + if unsized_input { DEFAULT_EXPECTED } else { 0 })
-    }
-
-    /// Records in the regular files, and whether some input is not a
-    /// regular file (stdin, a pipe), whose records cannot be known in
-    /// advance. A small file is counted; a large one is estimated from
-    /// the newlines in windows spread evenly over all of it, so that no
-    /// one region (a long first line) decides. Files are rewound.
-    pub fn records(&self) -> anyhow::Result<(u64, bool)> {
         let mut records = 0u64;
         let mut unsized_input = false;
         let mut buf = Vec::with_capacity(WINDOW as usize);
@@ -205,7 +197,8 @@ impl Inputs {
             };
             file.seek(SeekFrom::Start(0)).with_context(context)?;
         }
-        Ok((records, unsized_input))
+        let sized = records + records / 64 + 1000;
+        Ok(sized + if unsized_input { DEFAULT_EXPECTED } else { 0 })
     }
 }
 
