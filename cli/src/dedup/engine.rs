@@ -66,17 +66,6 @@ struct Pool {
 /// At most this many buffers of each kind wait in the pool.
 const POOL_MAX: usize = 64;
 
-impl Pool {
-    /// An empty buffer with room for `capacity` bytes; an error, not an
-    /// abort, if there is no memory for it (a record longer than memory).
-    fn take_data(&self, capacity: usize) -> anyhow::Result<Vec<u8>> {
-        let mut v = lock(&self.data).pop().unwrap_or_default();
-        v.clear();
-        reserve(&mut v, capacity)?;
-        Ok(v)
-    }
-}
-
 /// Puts `buffers` into `pool`, up to [`POOL_MAX`] waiting there.
 fn give<T>(pool: &Mutex<Vec<T>>, buffers: impl IntoIterator<Item = T>) {
     let mut pool = lock(pool);
@@ -321,7 +310,11 @@ fn read<'p>(
     let mut carry: Vec<u8> = Vec::new();
     let mut eof = false;
     while !eof {
-        let mut data = pool.take_data(chunk_bytes.max(carry.len().saturating_mul(2)))?;
+        // A buffer of the pool, with room for the chunk (an error, not an
+        // abort, if there is no memory for it: a record longer than memory).
+        let mut data = lock(&pool.data).pop().unwrap_or_default();
+        data.clear();
+        reserve(&mut data, chunk_bytes.max(carry.len().saturating_mul(2)))?;
         data.append(&mut carry);
         // Fill the chunk; if it holds no newline yet, keep reading (a line
         // longer than a chunk makes a longer chunk). The carried tail of
@@ -338,9 +331,8 @@ fn read<'p>(
             // Room first: `read_to_end` grows its buffer infallibly (an
             // abort) once it has none.
             reserve(&mut data, want)?;
-            let want = want as u64;
             let before = data.len();
-            (&mut *input).take(want).read_to_end(&mut data)?;
+            (&mut *input).take(want as u64).read_to_end(&mut data)?;
             let got = data.len() - before;
             total += got as u64;
             progress(got as u64);
