@@ -25,10 +25,8 @@ pub fn main(args: FileArgs) -> anyhow::Result<Outcome> {
 
 fn show_file(path: &Path) -> anyhow::Result<Outcome> {
     let inspected = filter_file::inspect(path)?;
-    let loaded = match inspected.problem {
-        Some(_) => None,
-        None => Some(filter_file::load(path)?),
-    };
+    let loaded = inspected.problem.is_none().then(|| filter_file::load(path));
+    let loaded = loaded.transpose()?;
     let filters = loaded.as_ref().map_or_else(Vec::new, Loaded::filters);
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     outln!("file         {} ({})", path.display(), HumanBytes(size))?;
@@ -50,10 +48,9 @@ fn show_file(path: &Path) -> anyhow::Result<Outcome> {
             }
         }
     }
-    match inspected.problem {
-        Some(p) => Err(Invalid(p).into()),
-        None => Ok(Outcome::Success),
-    }
+    inspected
+        .problem
+        .map_or(Ok(Outcome::Success), |p| Err(Invalid(p).into()))
 }
 
 /// The lines of one filter: its header, items, and (if it loaded) memory

@@ -80,7 +80,6 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<Outcome> {
-    let threads = args.run.threads();
     if args.run.quiet {
         progress::hide();
     }
@@ -99,7 +98,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         (None, _) => "read=90,insert=9,remove=1".parse()?,
     };
     let config = Config {
-        threads,
+        threads: args.run.threads(),
         items: args.items,
         mix,
         duration: args.duration,
