@@ -158,8 +158,7 @@ struct Prepared {
 /// A record's key: its record number and byte range in the chunk.
 struct KeyRef {
     line: u32,
-    start: usize,
-    end: usize,
+    range: Range<usize>,
 }
 
 /// Cuts `data` into records and their keys, partitioned by key hash.
@@ -174,9 +173,7 @@ fn prepare<F: CliFilter + ?Sized>(
     p.ends.clear();
     p.passthrough.clear();
     p.parts.resize_with(threads, Vec::new);
-    for part in &mut p.parts {
-        part.clear();
-    }
+    p.parts.iter_mut().for_each(Vec::clear);
     let mut start = 0;
     let mut line = 0u32;
     while start < data.len() {
@@ -191,11 +188,8 @@ fn prepare<F: CliFilter + ?Sized>(
                 };
                 // `k` is a subslice of `data`: its offset locates it.
                 let at = k.as_ptr() as usize - data.as_ptr() as usize;
-                p.parts[part].push(KeyRef {
-                    line,
-                    start: at,
-                    end: at + k.len(),
-                });
+                let range = at..at + k.len();
+                p.parts[part].push(KeyRef { line, range });
             }
             None => p.passthrough.push(line),
         }
@@ -396,7 +390,7 @@ fn work<F: CliFilter + ?Sized>(
         for (p, piece) in chunk.pieces.iter().enumerate() {
             let data = &chunk.data[piece.range.clone()];
             for r in &prepared(p).parts[j] {
-                keys_here.push(&data[r.start..r.end]);
+                keys_here.push(&data[r.range.clone()]);
                 at.push((p as u32, r.line));
             }
         }

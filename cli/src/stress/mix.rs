@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Weights of the three operations, from `--mix read=90,insert=9,remove=1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Mix {
     /// Weight of `contains`.
     pub read: u32,
@@ -25,11 +25,7 @@ impl FromStr for Mix {
     type Err = anyhow::Error;
 
     fn from_str(s: &str) -> anyhow::Result<Self> {
-        let mut mix = Mix {
-            read: 0,
-            insert: 0,
-            remove: 0,
-        };
+        let mut mix = Mix::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((name, weight)) = part.split_once('=') else {
                 bail!("mix entry {part:?} is not NAME=WEIGHT (e.g. read=90,insert=9,remove=1)");
