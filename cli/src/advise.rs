@@ -46,14 +46,11 @@ fn growth(s: &str) -> Result<SetSize, String> {
             "{s:?} is not a growth: use fixed, a factor of at least 1 such as 2, or unknown:F"
         )),
     };
+    let unknown = |expected_factor| SetSize::Unknown { expected_factor };
     Ok(match (s, s.strip_prefix("unknown:")) {
         ("fixed", _) => SetSize::Fixed,
-        ("unknown", _) => SetSize::Unknown {
-            expected_factor: 4.0,
-        },
-        (_, Some(f)) => SetSize::Unknown {
-            expected_factor: factor(f)?,
-        },
+        ("unknown", _) => unknown(4.0),
+        (_, Some(f)) => unknown(factor(f)?),
         _ => SetSize::Bounded {
             factor: factor(s.strip_prefix("bounded:").unwrap_or(s))?,
         },

@@ -58,12 +58,9 @@ pub fn count(s: &str) -> Result<u64, String> {
 /// milliseconds (`500ms`).
 pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let (number, unit) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t, 1.0)
+    let (number, unit) = match t.strip_suffix("ms") {
+        Some(n) => (n, 1e-3),
+        None => (t.strip_suffix('s').unwrap_or(t), 1.0),
     };
     let secs = number
         .trim()
