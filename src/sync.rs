@@ -9,13 +9,15 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 /// Under loom writers always fence (`raw::writers`): never called.
 #[cfg(loom)]
 pub(crate) fn compiler_fence(_: Ordering) {}

@@ -21,7 +21,8 @@
 //! * `counters`: sharded item count and statistics, and each thread's slot;
 //! * `writers`: which threads are writing, so a replaced table's pages are
 //!   returned only when no writer can reach them (no epoch pin per write);
-//! * `pause`: pause points that let unit tests stop a writer mid-step.
+//! * `pause`: pause points that let unit tests stop a writer mid-step;
+//! * `regions`: a level that grows by consistent regions (not wired yet).
 //!
 //! # Progress: which operation may wait for which
 //!
@@ -60,6 +61,7 @@ pub(crate) mod migrating;
 pub(crate) mod ops;
 pub(crate) mod path;
 pub(crate) mod pause;
+pub(crate) mod regions;
 pub(crate) mod room;
 pub(crate) mod stripe;
 pub(crate) mod table;

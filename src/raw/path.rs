@@ -30,7 +30,7 @@ use super::migrate::FORWARDED;
 use super::pause;
 use super::stripe::StripeLock;
 use super::table::Table;
-use crate::sync::{Backoff, Ordering};
+use crate::sync::{fence, Backoff, Ordering};
 
 /// Most hops in one displacement path.
 #[cfg(not(loom))]
@@ -203,7 +203,10 @@ pub(crate) fn search<L: Layout, const N: usize>(
                 }
                 let tag = bucket::lane::<L>(word, lane);
                 let child = geo.alt(node.bucket, tag);
-                if child != back && usable(child) {
+                // A pinned tag is leaving its region (`regions.rs`): moving
+                // it could hide it from that step's sweep. (A hint here;
+                // `move_tag` decides.)
+                if child != back && usable(child) && !t.pinned(node.bucket, child, tag) {
                     // Its word is read when the node is dequeued; start the
                     // cache miss now so that siblings' misses overlap.
                     t.prefetch(child);
@@ -263,12 +266,42 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
 
     // Copy first, then step the stripe, then clear the source.
     copy::<L>(t, src, dst, tag, shard)?;
+    if t.has_pin() {
+        unpin_or_undo::<L>(t, hop, shard)?;
+    }
     // The step: between the copy and the clear, so a reader that loaded
     // the destination before the copy and sees the clear below reads a
     // changed stripe.
     lock.copied();
     pause::here(pause::Point::HopCopied, here);
     clear_source::<L>(t, src, tag, shard)
+}
+
+/// In a region of a level that grows by regions (`regions.rs`), after the
+/// copy: `Ok` if the tag is not pinned, else the copy is taken back and the
+/// hop is stale (the tag stays in `src`, where the step's sweep finds it).
+///
+/// The sweep moving a step's tags reads buckets in chunks, so a hop that
+/// moved a pinned tag from a bucket it has not reached into one it has
+/// would hide the tag from it. `SeqCst` fence: pairs with the fence that
+/// follows the step's counter bump (`regions.rs`, `begin_step`), which the
+/// step's map entries precede, and with the fence that opens each sweep
+/// chunk. If this fence comes first in their total order, the chunk that
+/// reads `dst` sees the copy (made before this fence); if the step's comes
+/// first, the entry load below sees the tag pinned, and the copy goes.
+#[cold]
+#[inline(never)]
+fn unpin_or_undo<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFailure> {
+    let Hop { src, dst, tag } = hop;
+    fence(Ordering::SeqCst);
+    if !t.pinned(src, dst, tag) {
+        return Ok(());
+    }
+    // Under the stripe, `src` still holds the tag: taking the copy from
+    // `dst` back leaves it where it was, and no reader misses it.
+    let undone = take::<L>(t.word(dst), tag, shard);
+    debug_assert!(undone, "a hop's copy left its destination under the stripe");
+    Err(HopFailure::Stale)
 }
 
 /// The last step of a hop, after the copy and the stripe's step: clear

@@ -15,6 +15,9 @@ pub(crate) enum Point {
     HopCopied,
     /// `remove` holds its pair's stripe and has taken nothing yet.
     RemoveHeld,
+    /// A hop between two regions (`regions.rs`) has copied its tag into
+    /// the new region and not yet cleared it from the old one.
+    RegionHopCopied,
     /// A migration chunk's owner has stored an old bucket's successor
     /// halves and not yet forwarded the old bucket.
     ForwardCopied,
@@ -22,7 +25,8 @@ pub(crate) enum Point {
 
 /// What a pause point reports: the two buckets it works on (`src` and
 /// `dst` of a hop, the key's pair for `remove`, the old bucket and its
-/// low successor bucket for a forward) and the tag (0 for a forward).
+/// low successor bucket for a forward, the pair of a hop between regions)
+/// and the tag (0 for a forward).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct At {
     pub(crate) a: usize,

@@ -5,6 +5,7 @@
 
 use super::bucket::Layout;
 use super::geometry::{Addressing, Geometry, Located};
+use super::regions::Pin;
 use super::room::RoomHint;
 use crate::memory::{AllocError, HugePages, Release, Words};
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +33,11 @@ pub(crate) struct Table {
     growth_claim: AtomicUsize,
     /// Whether an insert that finds its buckets full may skip the search.
     room: RoomHint,
+    /// For a region of a level that grows by regions (`regions.rs`): which
+    /// of its tags are leaving it in the running step, so displacement
+    /// leaves them where the step's sweep looks. `None` for every other
+    /// table.
+    pin: Option<Pin>,
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
     pub(crate) canary: crate::loom_support::Canary,
@@ -42,8 +48,28 @@ impl Table {
     pub(crate) fn new(geo: Geometry) -> Result<Table, AllocError> {
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
+        Self::with_stripes(geo, Self::stripes_for(buckets), None)
+    }
+
+    /// A zeroed region of a level that grows by regions (`regions.rs`):
+    /// one stripe per 64 buckets (a level has hundreds of regions, and
+    /// [`new`](Self::new)'s one per four would cost a region as many bits
+    /// per key as a small table's), and `pin` for its displacements.
+    pub(crate) fn for_region(geo: Geometry, pin: Pin) -> Result<Table, AllocError> {
+        let buckets =
+            usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
+        let stripes = (buckets / 64).next_power_of_two().clamp(2, MAX_STRIPES);
+        Self::with_stripes(geo, stripes, Some(pin))
+    }
+
+    fn with_stripes(
+        geo: Geometry,
+        stripe_count: usize,
+        pin: Option<Pin>,
+    ) -> Result<Table, AllocError> {
+        let buckets =
+            usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
         let words = Words::zeroed(buckets)?;
-        let stripe_count = Self::stripes_for(buckets);
         let mut stripes = Vec::new();
         stripes
             .try_reserve_exact(stripe_count)
@@ -63,9 +89,24 @@ impl Table {
             migration: AtomicPtr::new(std::ptr::null_mut()),
             growth_claim: AtomicUsize::new(0),
             room: RoomHint::new(),
+            pin,
             #[cfg(loom)]
             canary: crate::loom_support::Canary::None,
         })
+    }
+
+    /// Whether a displacement must leave `tag` in bucket `bucket` (whose
+    /// pair is `{bucket, alt}`): its region's step is moving it out. Always
+    /// `false` outside a level that grows by regions.
+    #[inline(always)]
+    pub(crate) fn pinned(&self, bucket: usize, alt: usize, tag: u64) -> bool {
+        self.pin.as_ref().is_some_and(|p| p.holds(tag, bucket, alt))
+    }
+
+    /// Whether this table's displacements ask [`pinned`](Self::pinned).
+    #[inline(always)]
+    pub(crate) fn has_pin(&self) -> bool {
+        self.pin.is_some()
     }
 
     /// The migration into this table's successor, if growth has begun.
@@ -141,7 +182,7 @@ impl Table {
 
     /// Heap bytes: bucket words plus version stripes (32 KiB at most).
     pub(crate) fn bytes(&self) -> usize {
-        Self::bytes_for(self.buckets())
+        (self.buckets() + self.stripe_count()) * std::mem::size_of::<u64>()
     }
 
     /// Heap bytes a table of `buckets` buckets takes.

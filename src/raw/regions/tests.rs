@@ -1,0 +1,376 @@
+use super::*;
+use crate::raw::pause::{self, At, Point};
+use std::sync::atomic::AtomicUsize as StdUsize;
+use std::sync::mpsc::channel;
+use std::sync::Arc as StdArc;
+use std::thread;
+use std::time::Duration;
+
+/// Buckets per region of the measured runs: the prototype's (10M keys in
+/// about 409 regions at 0.88 load).
+const M0: u64 = 9260;
+
+/// The `i`th key of stream `seed` (SplitMix64's output function).
+fn key(seed: u64, i: u64) -> u64 {
+    let mut z = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+const PRESENT: u64 = 0x5EED;
+const ABSENT: u64 = 0xAB5E;
+
+/// What a filled level measures.
+struct Measured {
+    regions: usize,
+    steps: u64,
+    load: f64,
+    bits_per_key: f64,
+    fpr: f64,
+    estimate: f64,
+    copies_per_key: f64,
+    splits: usize,
+}
+
+fn measure(r: &Regions, keys: u64, lookups: u64) -> Measured {
+    let positives = (0..lookups).filter(|&i| r.contains(key(ABSENT, i))).count();
+    Measured {
+        regions: r.regions(),
+        steps: r.steps(),
+        load: r.occupied() as f64 / r.lanes() as f64,
+        bits_per_key: r.region_bytes() as f64 * 8.0 / keys as f64,
+        fpr: positives as f64 / lookups as f64,
+        estimate: r.estimated_fpr(),
+        copies_per_key: r.copies() as f64 / keys as f64,
+        splits: r.split_slots(),
+    }
+}
+
+/// Inserts keys `0..n` of [`PRESENT`] on one thread, then ends any step.
+fn filled(n: u64) -> Regions {
+    let r = Regions::new(M0, MAX_REGIONS).unwrap();
+    for i in 0..n {
+        r.insert(key(PRESENT, i)).unwrap();
+    }
+    r.finish_step();
+    r
+}
+
+#[test]
+fn a_million_keys_no_false_negative_and_fpr_within_estimate() {
+    let n = 1_000_000;
+    let r = filled(n);
+    assert!(
+        (0..n).all(|i| r.contains(key(PRESENT, i))),
+        "false negative"
+    );
+    assert_eq!(r.len(), n as i64);
+    let m = measure(&r, n, 2_000_000);
+    assert!(m.regions > 30, "{} regions", m.regions);
+    assert!(m.load > 0.8, "load {}", m.load);
+    assert!(
+        m.fpr <= 1.25 * m.estimate,
+        "fpr {} over estimate {}",
+        m.fpr,
+        m.estimate
+    );
+    assert!(
+        m.copies_per_key < 1.5,
+        "{} copies per key",
+        m.copies_per_key
+    );
+    assert!(m.bits_per_key < 26.0, "{} bits per key", m.bits_per_key);
+    for i in (0..n).step_by(7) {
+        assert!(r.remove(key(PRESENT, i)));
+    }
+    assert!((0..n)
+        .filter(|i| i % 7 != 0)
+        .all(|i| r.contains(key(PRESENT, i))));
+}
+
+/// The 10M measurement of docs/design.md ("Worked out further"):
+/// `cargo test -p koel --release --lib regions::tests::ten_million -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn ten_million_keys_measured() {
+    let n = 10_000_000;
+    let r = filled(n);
+    assert!(
+        (0..n).all(|i| r.contains(key(PRESENT, i))),
+        "false negative"
+    );
+    let m = measure(&r, n, 10_000_000);
+    let map_bits = r.map_bytes() as f64 * 8.0 / n as f64;
+    println!(
+        "{n} keys: {} regions ({} steps), load {:.3}, {:.2} bits/key (words + stripes; map {:.3}), \
+         FPR {:.3e} (estimate {:.3e}), {:.3} copies/key, {} split slots",
+        m.regions,
+        m.steps,
+        m.load,
+        m.bits_per_key,
+        map_bits,
+        m.fpr,
+        m.estimate,
+        m.copies_per_key,
+        m.splits
+    );
+    assert!(m.fpr <= 1.15 * m.estimate);
+}
+
+#[test]
+fn stripes_cost_under_a_bit_per_key() {
+    let r = Regions::new(M0, 4).unwrap();
+    let t = r.table(0);
+    let words = t.buckets() * 64;
+    let stripes = t.stripe_count() * 64;
+    // At the 0.88 load of a grown level, per key.
+    let keys = t.buckets() as f64 * 3.0 * 0.88;
+    assert!(
+        (stripes as f64) / keys < 1.0,
+        "{} stripes",
+        t.stripe_count()
+    );
+    assert!(words > 30 * stripes);
+}
+
+/// Readers check only keys whose insert returned (published per writer),
+/// while writers grow a small-region level through hundreds of steps.
+#[test]
+fn concurrent_readers_never_miss_a_returned_insert() {
+    let per_writer: u64 = 120_000;
+    let writers = 2u64;
+    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    let published: StdArc<Vec<StdUsize>> =
+        StdArc::new((0..writers).map(|_| StdUsize::new(0)).collect());
+    let stop = StdArc::new(StdUsize::new(0));
+    let mut handles = Vec::new();
+    for w in 0..writers {
+        let (r, published) = (StdArc::clone(&r), StdArc::clone(&published));
+        handles.push(thread::spawn(move || {
+            for i in 0..per_writer {
+                r.insert(key(w, i)).unwrap();
+                // Release: a reader that sees `i + 1` sees the insert done.
+                published[w as usize].store(i as usize + 1, std::sync::atomic::Ordering::Release);
+            }
+        }));
+    }
+    let reader = {
+        let (r, published, stop) = (
+            StdArc::clone(&r),
+            StdArc::clone(&published),
+            StdArc::clone(&stop),
+        );
+        thread::spawn(move || {
+            let mut checked = 0u64;
+            let mut x = 1u64;
+            while stop.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                for w in 0..writers {
+                    // Acquire: pairs with the writer's Release.
+                    let upto =
+                        published[w as usize].load(std::sync::atomic::Ordering::Acquire) as u64;
+                    if upto == 0 {
+                        continue;
+                    }
+                    // The newest key and a random older one.
+                    x = key(x, 1);
+                    for i in [upto - 1, x % upto] {
+                        assert!(r.contains(key(w, i)), "false negative: writer {w} key {i}");
+                        checked += 1;
+                    }
+                }
+            }
+            checked
+        })
+    };
+    for h in handles {
+        h.join().unwrap();
+    }
+    stop.store(1, std::sync::atomic::Ordering::Relaxed);
+    let checked = reader.join().unwrap();
+    r.finish_step();
+    assert!(r.steps() > 50, "only {} steps", r.steps());
+    assert!(checked > 1000, "only {checked} checks");
+    for w in 0..writers {
+        assert!(
+            (0..per_writer).all(|i| r.contains(key(w, i))),
+            "false negative after the run"
+        );
+    }
+    assert_eq!(r.len(), (writers * per_writer) as i64);
+}
+
+/// A step whose new region has no room leaves its slots split; lookups
+/// read both regions; the next step's sweep moves what was left.
+#[test]
+fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
+    let r = Regions::new(64, 16).unwrap();
+    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
+    for &h in &keys {
+        r.insert(h).unwrap();
+    }
+    assert!(r.grow(), "a step begins");
+    assert_eq!(r.regions(), 2);
+    // Fill region 1 with tags of region 1's own slots (valid, findable
+    // by nothing else), so every hop into it finds no room.
+    let one = r.table(1);
+    let g = *r.geometry();
+    let mut filler = 0u64;
+    for b in 0..one.buckets() {
+        let mut w = 0u64;
+        for lane in 0..3 {
+            let tag = loop {
+                filler += 1;
+                let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
+                let alt = g.alt(b, tag);
+                if r.entry(slot_of(tag, b.min(alt))).cur == 0 {
+                    break tag;
+                }
+            };
+            w |= tag << (21 * lane);
+        }
+        one.word(b).store(w, Ordering::Relaxed);
+    }
+    r.finish_step();
+    let moved: Vec<u64> = keys
+        .iter()
+        .copied()
+        .filter(|&h| r.entry(r.slot_of_hash(h).0).cur == 1)
+        .collect();
+    assert!(!moved.is_empty());
+    assert!(r.split_slots() > 0, "no slot split");
+    for &h in &moved {
+        let e = r.entry(r.slot_of_hash(h).0);
+        assert_eq!((e.cur, e.prev), (1, 0), "a moved key's slot stays split");
+    }
+    assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
+    assert!(keys.iter().all(|&h| r.count(h) >= 1));
+
+    // Room again in region 1 (the filler is junk): the next step's sweep
+    // moves the split slots' tags and joins them.
+    for b in 0..one.buckets() {
+        one.word(b).store(0, Ordering::Relaxed);
+    }
+    assert!(r.grow());
+    r.finish_step();
+    assert_eq!(r.split_slots(), 0, "split slots joined");
+    assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
+    for &h in &moved {
+        let e = r.entry(r.slot_of_hash(h).0);
+        assert!(!e.is_split());
+    }
+}
+
+/// A step stopped halfway (some chunks swept, others not): every key is
+/// found, counted once, removable; new inserts land; the step then ends.
+#[test]
+fn a_step_stopped_halfway_serves_every_operation() {
+    let r = Regions::new(64, MAX_REGIONS).unwrap();
+    let n = 2_000;
+    for i in 0..n {
+        r.insert(key(PRESENT, i)).unwrap();
+    }
+    r.finish_step();
+    assert!(r.grow());
+    // Half the chunks.
+    let chunks = (r.regions() - r.regions() / 13) * 64 / CHUNK;
+    for _ in 0..chunks / 2 {
+        r.help();
+    }
+    assert!(r.stepping());
+    assert!(
+        (0..n).all(|i| r.contains(key(PRESENT, i))),
+        "false negative mid-step"
+    );
+    let distinct_pairs = (0..n).filter(|&i| r.count(key(PRESENT, i)) == 0).count();
+    assert_eq!(distinct_pairs, 0);
+    for i in 0..100 {
+        assert!(r.remove(key(PRESENT, i)), "remove mid-step");
+    }
+    for i in 0..100 {
+        r.insert(key(ABSENT, i)).unwrap();
+    }
+    r.finish_step();
+    assert!(!r.stepping());
+    assert!((100..n).all(|i| r.contains(key(PRESENT, i))));
+    assert!((0..100).all(|i| r.contains(key(ABSENT, i))));
+    assert_eq!(r.len(), n as i64);
+}
+
+/// A sweep stopped between a hop's copy and its clear: every key is
+/// found, the others counted and removed. (Inserts would help the sweep,
+/// and a chunk may need the stopped hop's stripe: not here.)
+#[test]
+fn lookups_and_removes_complete_while_a_hop_is_stopped() {
+    let r = StdArc::new(Regions::new(M0, MAX_REGIONS).unwrap());
+    let n = 2_000;
+    for i in 0..n {
+        r.insert(key(PRESENT, i)).unwrap();
+    }
+    assert!(r.grow());
+    let (at_tx, at_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let sweeper = {
+        let r = StdArc::clone(&r);
+        thread::spawn(move || {
+            pause::arm(Point::RegionHopCopied, move |at| {
+                at_tx.send(at).unwrap();
+                let _ = go_rx.recv_timeout(Duration::from_secs(30));
+            });
+            r.finish_step();
+        })
+    };
+    let At { a, b, tag } = at_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let stopped = r.table(0).stripe_index(a, b);
+    assert!(
+        (0..n).all(|i| r.contains(key(PRESENT, i))),
+        "false negative"
+    );
+    let others: Vec<u64> = (0..n)
+        .map(|i| key(PRESENT, i))
+        .filter(|&h| {
+            let at = r.slot_of_hash(h).1;
+            at.tag != tag && r.table(0).stripe_index(at.i1, at.i2) != stopped
+        })
+        .collect();
+    assert!(others.iter().all(|&h| r.count(h) >= 1));
+    for &h in &others[..20] {
+        assert!(r.remove(h));
+    }
+    go_tx.send(()).unwrap();
+    sweeper.join().unwrap();
+    assert!(!r.stepping());
+    assert!(others[20..].iter().all(|&h| r.contains(h)));
+    assert_eq!(r.len(), n as i64 - 20);
+}
+
+#[test]
+fn the_slot_is_the_same_from_either_bucket_and_slots_spread() {
+    let r = Regions::new(M0, 4).unwrap();
+    let mut hits = vec![0u32; SLOTS];
+    for i in 0..(SLOTS as u64 * 64) {
+        let (slot, at) = r.slot_of_hash(key(PRESENT, i));
+        assert_eq!(slot, slot_of(at.tag, at.i2.min(at.i1)));
+        hits[slot] += 1;
+    }
+    // 64 expected per slot: none empty, none three times the mean.
+    assert!(hits.iter().all(|&n| (1..192).contains(&n)));
+}
+
+#[test]
+fn steps_add_a_twelfth_and_even_out_the_slots() {
+    let r = Regions::new(64, MAX_REGIONS).unwrap();
+    for _ in 0..40 {
+        assert!(r.grow());
+        r.finish_step();
+    }
+    let regions = r.regions();
+    let mut per = vec![0usize; regions];
+    for s in 0..SLOTS {
+        per[r.entry(s).cur] += 1;
+    }
+    let (lo, hi) = (per.iter().min().unwrap(), per.iter().max().unwrap());
+    assert!(hi - lo <= 1, "slots per region from {lo} to {hi}");
+    // 1 -> 24 one at a time, then R / 12 at a time.
+    assert!(regions > 40, "{regions} regions");
+}
