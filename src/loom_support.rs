@@ -3,8 +3,9 @@
 //! The canaries break one protocol rule each, so a model can show that it
 //! detects the failure that rule prevents.
 
-use crate::raw::bucket::{L12x5, L16x4};
+use crate::raw::bucket::{L12x5, L16x4, L21x3};
 use crate::raw::geometry::Geometry;
+use crate::raw::regions::{slot_of, Regions};
 
 /// A deliberately broken protocol, for canary models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -28,6 +29,10 @@ pub enum Canary {
     /// it took the stripe (the insert of the colliding key its `remove`
     /// then takes).
     AcquireOnlyTake,
+    /// A displacement hop in a region of a level that grows by regions
+    /// checks whether its tag is pinned before its copy instead of after
+    /// it (set on region tables by `RegionCanary::PinCheckedBeforeCopy`).
+    PinCheckedBeforeCopy,
     /// `contains` trusts a negative read without the stripe validation
     /// (in the old table and, for a sealed pair, across both tables).
     UnvalidatedNegative,
@@ -81,13 +86,132 @@ pub enum Canary {
     RouteAfterPublish,
 }
 
+/// A deliberately broken protocol of a level of consistent regions
+/// (`raw/regions.rs`), for canary models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RegionCanary {
+    /// The real protocol.
+    #[default]
+    None,
+    /// A hop between regions clears the source before it copies: a lookup
+    /// between the two finds the tag in neither region.
+    ClearBeforeCopy,
+    /// A step bumps its counter before it writes the moved entries: a
+    /// reader that saw the new number may still read an old entry.
+    BumpBeforeEntries,
+    /// An insert that sees a step begun after its CAS returns without
+    /// following its tag, so a tag it put into a region the sweep had
+    /// passed stays there.
+    UnfollowedInsert,
+    /// Displacement inside a region checks the pins (after its fence)
+    /// before it copies, not after: a hop that checked before the step
+    /// began can copy after the sweep read its destination.
+    PinCheckedBeforeCopy,
+    /// An insert re-loads the counter after its CAS without the `SeqCst`
+    /// fence between them: it can miss the bump while the sweep misses
+    /// its tag.
+    UnfencedInsert,
+    /// Displacement inside a region ignores the pins of the running step:
+    /// a tag about to hop can move from a bucket the sweep has not reached
+    /// to one it has swept, and is left behind.
+    Unpinned,
+}
+
+/// A level of consistent regions (`raw/regions.rs`) for the models: regions
+/// of `MIN_BUCKETS` buckets of three 21-bit tags, two slots, two-bucket
+/// sweep chunks.
+pub struct RegionsModel(Regions);
+
+impl RegionsModel {
+    /// Slots of the map.
+    pub const SLOTS: usize = crate::raw::regions::SLOTS;
+
+    /// One region, room for `max_regions`.
+    pub fn new(max_regions: usize, canary: RegionCanary) -> RegionsModel {
+        RegionsModel(Regions::with_canary(MIN_BUCKETS, max_regions, canary).expect("tiny level"))
+    }
+
+    /// Inserts hash `h`; `false` if refused.
+    pub fn insert(&self, h: u64) -> bool {
+        self.0.insert(h).is_ok()
+    }
+
+    /// Whether hash `h` may have been inserted.
+    pub fn contains(&self, h: u64) -> bool {
+        self.0.contains(h)
+    }
+
+    /// Copies of hash `h`'s tag.
+    pub fn count(&self, h: u64) -> usize {
+        self.0.count(h)
+    }
+
+    /// Begins a step; `false` if one runs or the level is at its limit.
+    pub fn grow(&self) -> bool {
+        self.0.grow()
+    }
+
+    /// Sweeps one chunk of the running step; `false` if none was left.
+    pub fn help(&self) -> bool {
+        self.0.help()
+    }
+
+    /// Sweeps what is left of the running step and waits for its end.
+    pub fn finish_step(&self) {
+        self.0.finish_step()
+    }
+
+    /// `(cur, prev)` of `slot`'s entry.
+    pub fn entry(&self, slot: usize) -> (usize, usize) {
+        let e = self.0.entry(slot);
+        (e.cur, e.prev)
+    }
+
+    /// Sets bucket `bucket` of region `region` to hold `tags` (0: an empty
+    /// lane), for a pre-fill before any thread is spawned. The item count
+    /// does not see them.
+    pub fn set_bucket(&self, region: usize, bucket: usize, tags: [u64; 3]) {
+        let word = tags[0] | tags[1] << 21 | tags[2] << 42;
+        // Relaxed: the model spawns its threads after this, which orders it.
+        self.0
+            .table(region)
+            .word(bucket)
+            .store(word, crate::sync::Ordering::Relaxed);
+    }
+
+    /// The slot of hash `h` and its local pair. Touches no loom atomics:
+    /// a model may pick its keys before it runs.
+    pub fn slot(h: u64) -> (usize, usize, usize) {
+        let at = Self::geometry().locate::<L21x3>(h);
+        (slot_of(at.tag, at.i1.min(at.i2)), at.i1, at.i2)
+    }
+
+    /// The tag of hash `h`.
+    pub fn tag(h: u64) -> u64 {
+        Self::geometry().locate::<L21x3>(h).tag
+    }
+
+    /// The alternate of `tag` stored in `bucket`, and the tag's slot there.
+    pub fn alt(bucket: usize, tag: u64) -> (usize, usize) {
+        let alt = Self::geometry().alt(bucket, tag);
+        (alt, slot_of(tag, bucket.min(alt)))
+    }
+
+    fn geometry() -> Geometry {
+        Geometry::new(MIN_BUCKETS, 0, crate::raw::geometry::Addressing::V3)
+    }
+}
+
 impl Canary {
     /// Whether this canary breaks displacement hops (`path.rs` then runs
     /// its broken copy of a hop).
     pub(crate) fn breaks_hops(self) -> bool {
         matches!(
             self,
-            Canary::RemoveBeforeCopy | Canary::UnsteppedHop | Canary::UnmarkedHop
+            Canary::RemoveBeforeCopy
+                | Canary::UnsteppedHop
+                | Canary::UnmarkedHop
+                | Canary::PinCheckedBeforeCopy
         )
     }
 }

@@ -284,7 +284,7 @@ fn move_tag<L: Layout>(t: &Table, hop: Hop, shard: &Shard) -> Result<(), HopFail
 /// The sweep moving a step's tags reads buckets in chunks, so a hop that
 /// moved a pinned tag from a bucket it has not reached into one it has
 /// would hide the tag from it. `SeqCst` fence: pairs with the fence that
-/// follows the step's counter bump (`regions.rs`, `begin_step`), which the
+/// follows the step's counter bump (`regions.rs`, `bump`), which the
 /// step's map entries precede, and with the fence that opens each sweep
 /// chunk. If this fence comes first in their total order, the chunk that
 /// reads `dst` sees the copy (made before this fence); if the step's comes
@@ -378,8 +378,9 @@ fn copy<L: Layout>(
 
 /// `move_tag` with the loom canaries' deliberately broken hops: a hop that
 /// does not mark its tag in flight (`UnmarkedHop`), clears before it
-/// copies (`RemoveBeforeCopy`), or does not step the stripe between copy
-/// and clear (`UnsteppedHop`). Each models must fail with it.
+/// copies (`RemoveBeforeCopy`), does not step the stripe between copy
+/// and clear (`UnsteppedHop`), or checks its region's pins before the copy
+/// (`PinCheckedBeforeCopy`). A model must fail with each.
 #[cfg(loom)]
 mod broken {
     use super::super::cas::put;
@@ -423,7 +424,18 @@ mod broken {
             };
         }
 
+        if t.canary == Canary::PinCheckedBeforeCopy {
+            // Deliberately early: the check `unpin_or_undo` makes after
+            // the copy, made before it.
+            fence(Ordering::SeqCst);
+            if t.pinned(src, dst, tag) {
+                return Err(HopFailure::Stale);
+            }
+        }
         copy::<L>(t, src, dst, tag, shard)?;
+        if t.has_pin() && t.canary != Canary::PinCheckedBeforeCopy {
+            unpin_or_undo::<L>(t, hop, shard)?;
+        }
         // The step: between the copy and the clear, so a reader that loaded
         // the destination before the copy and sees the clear below reads a
         // changed stripe.

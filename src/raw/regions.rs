@@ -7,7 +7,7 @@
 //!
 //! * **Regions**: generation-0 [`Table`]s of `m0` buckets each, in an
 //!   append-only array that lives as long as the level. Nothing is
-//!   retired, so no operation needs a pin or an announcement. All regions
+//!   retired, so no operation needs an epoch pin or an announcement. All regions
 //!   share one geometry, so a key has the same tag and local pair in each.
 //! * **Map**: [`SLOTS`] `AtomicU32` entries, `cur | prev << 16` (equal
 //!   outside a step). A key's slot mixes its tag and the lower bucket of its
@@ -40,6 +40,12 @@
 //!   `cur | cur << 16`, unless a hop of that slot found no room.
 //! * A slot whose hop found no room stays **split** (`prev` kept) until a
 //!   later step's sweep moves what is left; lookups of it read two regions.
+//! * While a slot leaves a region it is **pinned** there ([`Pin`]):
+//!   displacement inside the region leaves its tags where they are. A tag
+//!   moved from a bucket the sweep has not reached into one it has swept
+//!   would be left behind. The search skips pinned tags, and a hop checks
+//!   the pin again after its copy, behind a `SeqCst` fence, taking the copy
+//!   back if it lost the race (`path::unpin_or_undo`).
 //!
 //! # Orderings, in one place
 //!
@@ -65,8 +71,9 @@ use super::ops::{self, InsertFailure, Search};
 use super::pause;
 use super::stripe::{count_stands, StripeLock};
 use super::table::Table;
+#[cfg(loom)]
+use crate::loom_support::RegionCanary;
 use crate::memory::AllocError;
-use crate::sync::StatU64;
 use crate::sync::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Backoff, Mutex, Ordering};
 use std::sync::Arc;
 
@@ -170,12 +177,19 @@ impl SlotMap {
 pub(crate) struct Pin {
     map: Arc<SlotMap>,
     region: usize,
+    /// The `Unpinned` canary: nothing is ever pinned.
+    #[cfg(loom)]
+    ignored: bool,
 }
 
 impl Pin {
     /// Whether `tag` of the pair `{i, j}` is leaving this region.
     #[inline]
     pub(crate) fn holds(&self, tag: u64, i: usize, j: usize) -> bool {
+        #[cfg(loom)]
+        if self.ignored {
+            return false;
+        }
         // Relaxed: the search only plans with it; `path::unpin_or_undo`
         // loads it after a SeqCst fence, which carries the ordering.
         let e = self.map.load(slot_of(tag, i.min(j)), Ordering::Relaxed);
@@ -257,24 +271,10 @@ pub(crate) struct Regions {
     max_regions: usize,
     counters: Counters,
     /// Tags copied from one region to another (a statistic).
-    copies: StatU64,
+    copies: AtomicU64,
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
-    pub(crate) canary: RegionCanary,
-}
-
-/// The regions protocol's deliberately broken variants (loom canaries).
-#[cfg(loom)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum RegionCanary {
-    /// The real protocol.
-    #[default]
-    None,
-    /// A cross-region hop clears the source before it copies.
-    ClearBeforeCopy,
-    /// An insert returns without re-loading the counter after its CAS, so
-    /// a tag it put into a region the sweep already passed stays there.
-    UnfollowedInsert,
+    canary: RegionCanary,
 }
 
 // SAFETY: `tables` holds owned `Table`s (like `Box<Table>`), which are
@@ -287,15 +287,38 @@ impl Regions {
     /// A level of one region of `m0` buckets, which may grow to
     /// `max_regions` regions.
     pub(crate) fn new(m0: u64, max_regions: usize) -> Result<Regions, AllocError> {
+        Self::build(
+            m0,
+            max_regions,
+            #[cfg(loom)]
+            RegionCanary::None,
+        )
+    }
+
+    /// [`new`](Self::new) with a deliberately broken protocol.
+    #[cfg(loom)]
+    pub(crate) fn with_canary(
+        m0: u64,
+        max_regions: usize,
+        canary: RegionCanary,
+    ) -> Result<Regions, AllocError> {
+        Self::build(m0, max_regions, canary)
+    }
+
+    fn build(
+        m0: u64,
+        max_regions: usize,
+        #[cfg(loom)] canary: RegionCanary,
+    ) -> Result<Regions, AllocError> {
         assert!((1..=MAX_REGIONS).contains(&max_regions));
         let geo = Geometry::new(m0, 0, Addressing::V3);
         let map = Arc::new(SlotMap::new());
-        let first = Table::for_region(
+        let first = new_region(
             geo,
-            Pin {
-                map: Arc::clone(&map),
-                region: 0,
-            },
+            &map,
+            0,
+            #[cfg(loom)]
+            canary,
         )?;
         let tables: Box<[AtomicPtr<Table>]> = (0..max_regions)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
@@ -317,22 +340,22 @@ impl Regions {
             failed: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
             max_regions,
             counters: Counters::default(),
-            copies: StatU64::new(0),
+            copies: AtomicU64::new(0),
             #[cfg(loom)]
-            canary: RegionCanary::None,
+            canary,
         })
     }
 
     /// Region `r`, which some entry or the region count named.
     #[inline(always)]
     fn region(&self, r: usize) -> &Table {
-        // Acquire: pairs with the Release store in `begin_step`, so the
+        // Acquire: pairs with the Release store in `claim_step`, so the
         // region's zeroed words and stripes are visible. (Whoever names `r`
         // read it from an entry or the count, both published after it.)
         let p = self.tables[r].load(Ordering::Acquire);
         debug_assert!(!p.is_null(), "region {r} named before it exists");
-        // SAFETY: a non-null pointer came from `Box::into_raw` (in `new` or
-        // `begin_step`), is never replaced (one claimant writes each index
+        // SAFETY: a non-null pointer came from `Box::into_raw` (in `build` or
+        // `claim_step`), is never replaced (one claimant writes each index
         // once), and is freed only in `Drop`, which cannot run while
         // `&self` lives. Every index an entry or the count names was
         // stored before that entry or count was published.
@@ -437,6 +460,8 @@ impl Regions {
     pub(crate) fn insert(&self, h: u64) -> Result<(), Refused> {
         let (at, slot) = self.locate(h);
         let mut backoff = Backoff::default();
+        // The step counter at a refused step, if one was refused.
+        let mut refused = None;
         loop {
             self.help();
             // Acquire, both: as in `contains`.
@@ -462,7 +487,14 @@ impl Regions {
                                 backoff.snooze();
                             }
                         }
-                        Err(NoStep::Refused) => return Err(Refused::Full),
+                        // The step that ended since this insert looked
+                        // (the failed claim saw its end) may have made
+                        // room: refuse only when a second look, after the
+                        // claim, finds none either.
+                        Err(NoStep::Refused) if refused == Some(before) => {
+                            return Err(Refused::Full)
+                        }
+                        Err(NoStep::Refused) => refused = Some(before),
                     }
                     continue;
                 }
@@ -471,20 +503,34 @@ impl Regions {
                 }
                 Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
             }
-            #[cfg(loom)]
-            if self.canary == RegionCanary::UnfollowedInsert {
-                return Ok(());
-            }
-            // SeqCst: the insert's half of the Dekker pair (see above).
-            fence(Ordering::SeqCst);
+            self.fence_after_put();
             // Acquire: a bump seen here happens-before this insert's own
             // hops (module docs, last point).
             let now = self.step.load(Ordering::Acquire);
             if now == before {
                 return Ok(());
             }
+            #[cfg(loom)]
+            if self.canary == RegionCanary::UnfollowedInsert {
+                return Ok(());
+            }
             return self.follow(at, slot, e.cur, now);
         }
+    }
+
+    /// The insert's half of the Dekker pair with the step (see `insert`),
+    /// between its CAS and its load of the counter.
+    #[inline(always)]
+    fn fence_after_put(&self) {
+        #[cfg(loom)]
+        if self.canary == RegionCanary::UnfencedInsert {
+            return;
+        }
+        // SeqCst: pairs with the fences in `bump` and `sweep_chunk`: if
+        // this one comes first in their total order, the chunk that reads
+        // the tag's bucket sees the tag; otherwise the counter load that
+        // follows sees the bump.
+        fence(Ordering::SeqCst);
     }
 
     /// The rest of an insert that put its tag into region `region` and then
@@ -519,8 +565,8 @@ impl Regions {
                     }
                 }
             }
-            // SeqCst: as in `insert`, for the copy this loop just made.
-            fence(Ordering::SeqCst);
+            // As in `insert`, for the copy this loop just made.
+            self.fence_after_put();
             // Acquire: as in `insert`.
             let now = self.step.load(Ordering::Acquire);
             if now == seen {
@@ -616,13 +662,29 @@ impl Regions {
             take::<L21x3>(a.word(i1), tag, shard) || take::<L21x3>(a.word(i2), tag, shard);
         debug_assert!(cleared, "a tag left its pair while its stripe was held");
         shard.add_len(-1);
+        // Relaxed: a statistic.
         self.copies.fetch_add(1, Ordering::Relaxed);
         Hopped::Moved
     }
 
-    /// Claims and begins a step: new regions, the slots they take, the
-    /// bump, and the sweep's publication.
+    /// Claims and begins a step: new regions, the slots they take (their
+    /// entries), then the bump, then the sweep's publication.
     fn begin_step(&self) -> Result<(), NoStep> {
+        let old = self.claim_step()?;
+        #[cfg(loom)]
+        if self.canary == RegionCanary::BumpBeforeEntries {
+            self.begin_bumping_first(old);
+            return Ok(());
+        }
+        self.move_slots(old);
+        let step = self.bump();
+        self.open_sweep(step, old);
+        Ok(())
+    }
+
+    /// Claims the step and allocates its regions; the regions there were
+    /// before.
+    fn claim_step(&self) -> Result<usize, NoStep> {
         // Acquire: pairs with the Release in `end_step`, so this claimant
         // sees the last step's plan and entries.
         if self
@@ -638,11 +700,14 @@ impl Regions {
         let k = (old / STEP_DIVISOR).max(1).min(self.max_regions - old);
         let mut added = Vec::new();
         for r in old..old + k {
-            let pin = Pin {
-                map: Arc::clone(&self.map),
-                region: r,
-            };
-            match Table::for_region(self.geo, pin) {
+            let made = new_region(
+                self.geo,
+                &self.map,
+                r,
+                #[cfg(loom)]
+                self.canary,
+            );
+            match made {
                 Ok(t) => added.push(t),
                 Err(_) => break,
             }
@@ -659,9 +724,14 @@ impl Regions {
         }
         // Release: readers of the count (statistics) see the regions.
         self.count.store(old + k, Ordering::Release);
+        Ok(old)
+    }
 
+    /// Assigns slots to the regions added after the `old` ones and writes
+    /// their entries `new | old << 16`.
+    fn move_slots(&self, old: usize) {
         let mut plan = self.plan.lock().expect("no step panics holding the plan");
-        plan.slots.resize_with(old + k, Vec::new);
+        plan.slots.resize_with(self.regions(), Vec::new);
         for (slot, from, to) in assign(&mut plan.slots, old, &self.map) {
             let joined = Entry::whole(from).pack();
             let moving = Entry {
@@ -669,11 +739,11 @@ impl Regions {
                 prev: from,
             }
             .pack();
-            // SeqCst: a CAS, not a store, because a stale insert may have
-            // split the slot meanwhile (`keep_split`); then it stays.
-            // Release is what readers need (their Acquire entry loads see
-            // the new region published); SeqCst orders it with
-            // `keep_split`'s CAS.
+            // A CAS, not a store: a stale insert may have split the slot
+            // meanwhile (`keep_split`), and then it stays where it is.
+            // Release is what readers need (their Acquire entry loads then
+            // see the new region published); SeqCst orders it with
+            // `keep_split`'s SeqCst CAS.
             if self
                 .map
                 .at(slot)
@@ -684,20 +754,21 @@ impl Regions {
                 plan.slots[from].push(slot as u16);
             }
         }
-        drop(plan);
-        self.publish_step(old);
-        Ok(())
     }
 
-    /// The second half of `begin_step`: the bump, after the entries, and
-    /// the sweep of the `old` regions.
-    fn publish_step(&self, old: usize) {
+    /// Bumps the step counter; the new step's number.
+    fn bump(&self) -> u64 {
         // SeqCst RMW, then a SeqCst fence: the step's half of the Dekker
-        // pair with inserts (`insert`) and with displacements in old
+        // pairs with inserts (`insert`) and with displacements in old
         // regions (`path::unpin_or_undo`). After the entries: a reader that
         // sees this number sees them.
         let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
         fence(Ordering::SeqCst);
+        step
+    }
+
+    /// Publishes the sweep of step `step` over the `old` regions.
+    fn open_sweep(&self, step: u64, old: usize) {
         let chunks = (old * self.geo.m0() as usize).div_ceil(CHUNK);
         let sweep = Box::new(Sweep {
             step,
@@ -712,14 +783,14 @@ impl Regions {
             .expect("no step panics holding the sweeps")
             .push(sweep);
         // Release: pairs with the Acquire load in `help`: a helper's hops
-        // come after the bump and the fence above.
+        // come after the bump and its fence.
         self.sweep.store(p, Ordering::Release);
     }
 
     /// Sweeps one chunk of the running step, if any is left to claim;
     /// `false` if none was.
     pub(crate) fn help(&self) -> bool {
-        // Acquire: pairs with the Release store in `publish_step`.
+        // Acquire: pairs with the Release store in `open_sweep`.
         let p = self.sweep.load(Ordering::Acquire);
         // SAFETY: a non-null sweep is one of `self.sweeps`' boxes, which
         // are freed only when the level drops, which cannot happen while
@@ -809,7 +880,7 @@ impl Regions {
         // Relaxed: the claim's Release below publishes it to the next
         // claimant; helpers see null or a swept-out sweep either way.
         self.sweep.store(std::ptr::null_mut(), Ordering::Relaxed);
-        // Release: pairs with the Acquire claim in `begin_step`.
+        // Release: pairs with the Acquire claim in `claim_step`.
         self.claim.store(0, Ordering::Release);
     }
 
@@ -818,7 +889,7 @@ impl Regions {
     /// end.
     pub(crate) fn finish_step(&self) {
         let mut backoff = Backoff::default();
-        // Acquire: as in `begin_step`.
+        // Acquire: as in `claim_step`.
         while self.claim.load(Ordering::Acquire) != 0 {
             if !self.help() {
                 backoff.snooze();
@@ -834,7 +905,7 @@ impl Regions {
 
     /// Regions allocated.
     pub(crate) fn regions(&self) -> usize {
-        // Acquire: pairs with the Release in `begin_step`.
+        // Acquire: pairs with the Release in `claim_step`.
         self.count.load(Ordering::Acquire)
     }
 
@@ -923,6 +994,31 @@ impl Regions {
     }
 }
 
+/// Region `region`'s table, zeroed, pinned by `map`.
+fn new_region(
+    geo: Geometry,
+    map: &Arc<SlotMap>,
+    region: usize,
+    #[cfg(loom)] canary: RegionCanary,
+) -> Result<Table, AllocError> {
+    let pin = Pin {
+        map: Arc::clone(map),
+        region,
+        #[cfg(loom)]
+        ignored: canary == RegionCanary::Unpinned,
+    };
+    #[cfg(loom)]
+    {
+        let mut t = Table::for_region(geo, pin)?;
+        if canary == RegionCanary::PinCheckedBeforeCopy {
+            t.canary = crate::loom_support::Canary::PinCheckedBeforeCopy;
+        }
+        Ok(t)
+    }
+    #[cfg(not(loom))]
+    Table::for_region(geo, pin)
+}
+
 /// Whether `at`'s tag is in region `t`.
 #[inline(always)]
 fn present(t: &Table, at: Located) -> bool {
@@ -999,6 +1095,15 @@ impl Drop for Regions {
 
 #[cfg(loom)]
 impl Regions {
+    /// `begin_step` with the `BumpBeforeEntries` canary: a reader that
+    /// loads the new number and then an entry not yet moved reads only the
+    /// old region, and trusts its miss once the sweep has emptied it.
+    fn begin_bumping_first(&self, old: usize) {
+        let step = self.bump();
+        self.move_slots(old);
+        self.open_sweep(step, old);
+    }
+
     /// `hop` with the `ClearBeforeCopy` canary: the tag is in neither
     /// region between the two CASes.
     fn hop_clearing_first(&self, from: usize, to: usize, at: Located) -> Hopped {

@@ -1,0 +1,234 @@
+//! Loom models of a level of consistent regions (issue 17,
+//! `src/raw/regions.rs`, not wired into the filter yet): a step that moves
+//! a slot from region 0 to a new region 1 while a lookup reads the slot's
+//! key (model R1), an insert of a key of that slot races the step (model
+//! R2), or a displacement inside region 0 would move a tag of that slot
+//! past the sweep (model R3), each with the canaries that must fail it.
+//!
+//! Under loom a region has 4 buckets of three 21-bit tags, the map has two
+//! slots and a sweep chunk covers two buckets. The first step adds one
+//! region and moves one of region 0's two slots to it: the greedy plan
+//! takes region 0's last slot, [`MOVING`].
+#![cfg(loom)]
+
+mod common;
+
+use common::model;
+use koel::loom_support::{RegionCanary, RegionsModel};
+use loom::sync::Arc;
+use loom::thread;
+
+/// The slot the first step moves to region 1.
+const MOVING: usize = RegionsModel::SLOTS - 1;
+
+/// The slot that stays in region 0.
+const STAYING: usize = 0;
+
+/// SplitMix64's outputs on 1, 2, ...: the models' hashes.
+fn hashes() -> impl Iterator<Item = u64> {
+    (1u64..).map(|i| {
+        let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+/// The first hash whose slot is [`MOVING`].
+fn moving_key() -> u64 {
+    key(MOVING, |_, _| true)
+}
+
+/// The first hash whose slot is `slot` and whose pair `(i1, i2)` passes
+/// `pair`.
+fn key(slot: usize, pair: impl Fn(usize, usize) -> bool) -> u64 {
+    hashes()
+        .find(|&h| {
+            let (s, i1, i2) = RegionsModel::slot(h);
+            s == slot && pair(i1, i2)
+        })
+        .expect("a quarter of the hashes or more")
+}
+
+/// `n` distinct tags of slot [`STAYING`] that, stored in `bucket`, have
+/// `alt` as their alternate (the sweep leaves them where they are), none
+/// in `taken`.
+fn fillers(n: usize, bucket: usize, alt: usize, taken: &mut Vec<u64>) -> Vec<u64> {
+    let tags: Vec<u64> = (1u64..)
+        .filter(|t| !taken.contains(t) && RegionsModel::alt(bucket, *t) == (alt, STAYING))
+        .take(n)
+        .collect();
+    taken.extend(&tags);
+    tags
+}
+
+/// Runs a step (its claim, its entries, the bump, every sweep chunk) on
+/// the calling thread.
+fn step(level: &RegionsModel) {
+    assert!(level.grow(), "no step was running");
+    level.finish_step();
+}
+
+/// Model R1: a lookup of a key whose slot moves, during the step that
+/// hops its tag from region 0 to region 1, finds it.
+fn lookup_vs_hop(name: &str, canary: RegionCanary) {
+    let x = moving_key();
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(2, canary));
+        ensure!(level.insert(x), "pre-fill: insert refused");
+        let stepper = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || step(&level))
+        };
+        let found = level.contains(x);
+        stepper.join().unwrap();
+        ensure!(found, "false negative: contains(x) during the step");
+        ensure!(
+            level.entry(MOVING) == (1, 1),
+            "the step left the slot at {:?}",
+            level.entry(MOVING)
+        );
+        ensure!(level.contains(x), "false negative after the step");
+        ensure!(
+            level.count(x) == 1,
+            "count {} after the step",
+            level.count(x)
+        );
+        Ok(())
+    });
+}
+
+/// Model R2: an insert of a key whose slot moves, racing the step (it may
+/// load the old entry and CAS into region 0 after the sweep passed), is
+/// found once both have returned.
+fn insert_vs_step(name: &str, canary: RegionCanary) {
+    let y = moving_key();
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(2, canary));
+        let inserter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(y))
+        };
+        step(&level);
+        ensure!(inserter.join().unwrap(), "insert refused");
+        ensure!(
+            level.contains(y),
+            "false negative: y, inserted during the step, is lost"
+        );
+        ensure!(
+            level.count(y) == 1,
+            "count {} after the step",
+            level.count(y)
+        );
+        Ok(())
+    });
+}
+
+/// Model R3: region 0 with bucket 1 the only one with room, and `x` (slot
+/// [`MOVING`], pair `{1,2}`) in bucket 2:
+///
+/// ```text
+/// bucket 0:  f  f  f      f: pair {0,3}, slot STAYING
+/// bucket 1:  u  u  -      u: pair {1,0}, slot STAYING
+/// bucket 2:  x  a  a      a: pair {2,3}, slot STAYING
+/// bucket 3:  c  c  c      c: pair {3,2}, slot STAYING
+/// ```
+///
+/// Inserting `z` (slot [`STAYING`], pair `{2,3}`) displaces `x` from 2 to
+/// 1 unless `x` is pinned. The step's sweep reads buckets 0 and 1 in its
+/// first chunk and 2 and 3 in its second: a move of `x` between the two
+/// chunks would hide it from the sweep, and the step would end with `x`
+/// in region 0 and its slot naming region 1 alone.
+fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
+    let x = key(MOVING, |i1, i2| (i1.min(i2), i1.max(i2)) == (1, 2));
+    let z = key(STAYING, |i1, i2| (i1, i2) == (2, 3));
+    let mut taken = vec![RegionsModel::tag(x), RegionsModel::tag(z)];
+    let f = fillers(3, 0, 3, &mut taken);
+    let u = fillers(2, 1, 0, &mut taken);
+    let a = fillers(2, 2, 3, &mut taken);
+    let c = fillers(3, 3, 2, &mut taken);
+    let buckets = [
+        [f[0], f[1], f[2]],
+        [u[0], u[1], 0],
+        [RegionsModel::tag(x), a[0], a[1]],
+        [c[0], c[1], c[2]],
+    ];
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(2, canary));
+        for (b, tags) in buckets.iter().enumerate() {
+            level.set_bucket(0, b, *tags);
+        }
+        let inserter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(z))
+        };
+        step(&level);
+        ensure!(inserter.join().unwrap(), "insert refused");
+        ensure!(level.contains(z), "false negative: z");
+        ensure!(
+            level.contains(x),
+            "false negative: x was left behind in region 0"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn displacement_during_a_step() {
+    displacement_vs_sweep("displacement_during_a_step", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative: x")]
+fn canary_unpinned() {
+    displacement_vs_sweep("canary_unpinned", RegionCanary::Unpinned);
+}
+
+#[test]
+#[should_panic(expected = "false negative: x")]
+fn canary_pin_checked_before_copy() {
+    displacement_vs_sweep(
+        "canary_pin_checked_before_copy",
+        RegionCanary::PinCheckedBeforeCopy,
+    );
+}
+
+#[test]
+fn lookup_during_a_step() {
+    lookup_vs_hop("lookup_during_a_step", RegionCanary::None);
+}
+
+#[test]
+fn insert_during_a_step() {
+    insert_vs_step("insert_during_a_step", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_region_clear_before_copy() {
+    lookup_vs_hop(
+        "canary_region_clear_before_copy",
+        RegionCanary::ClearBeforeCopy,
+    );
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_bump_before_entries() {
+    lookup_vs_hop(
+        "canary_bump_before_entries",
+        RegionCanary::BumpBeforeEntries,
+    );
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unfollowed_insert() {
+    insert_vs_step("canary_unfollowed_insert", RegionCanary::UnfollowedInsert);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unfenced_insert() {
+    insert_vs_step("canary_unfenced_insert", RegionCanary::UnfencedInsert);
+}
