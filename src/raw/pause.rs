@@ -15,6 +15,9 @@ pub(crate) enum Point {
     HopCopied,
     /// `remove` holds its pair's stripe and has taken nothing yet.
     RemoveHeld,
+    /// An insert into a level of regions (`regions.rs`) has loaded its
+    /// slot's entry and put nothing yet.
+    RegionInsertLoaded,
     /// A hop between two regions (`regions.rs`) has copied its tag into
     /// the new region and not yet cleared it from the old one.
     RegionHopCopied,

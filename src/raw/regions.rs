@@ -468,6 +468,14 @@ impl Regions {
             let before = self.step.load(Ordering::Acquire);
             let e = self.map.load(slot, Ordering::Acquire);
             let region = self.region(e.cur);
+            pause::here(
+                pause::Point::RegionInsertLoaded,
+                pause::At {
+                    a: at.i1,
+                    b: at.i2,
+                    tag: at.tag,
+                },
+            );
             match ops::insert::<L21x3>(
                 region,
                 at,
@@ -537,7 +545,11 @@ impl Regions {
     /// saw the counter at `seen`, past the value it started from: moves a
     /// copy of its tag to its slot's `cur` until no step begins meanwhile.
     /// Moving any copy is the same as moving its own: copies of one tag in
-    /// one pair are the same to every query.
+    /// one pair are the same to every query. A hop that finds no copy left
+    /// (`Gone`) may return: every stale insert moves at most one copy out
+    /// of the old pair, so if all left and this one moved none, the sweep
+    /// moved one, and lookups find that one (docs/design.md, "An insert's
+    /// own hop that finds no copy left").
     #[cold]
     fn follow(
         &self,

@@ -211,26 +211,8 @@ fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
     }
     assert!(r.grow(), "a step begins");
     assert_eq!(r.regions(), 2);
-    // Fill region 1 with tags of region 1's own slots (valid, findable
-    // by nothing else), so every hop into it finds no room.
-    let one = r.table(1);
-    let g = *r.geometry();
-    let mut filler = 0u64;
-    for b in 0..one.buckets() {
-        let mut w = 0u64;
-        for lane in 0..3 {
-            let tag = loop {
-                filler += 1;
-                let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
-                let alt = g.alt(b, tag);
-                if r.entry(slot_of(tag, b.min(alt))).cur == 0 {
-                    break tag;
-                }
-            };
-            w |= tag << (21 * lane);
-        }
-        one.word(b).store(w, Ordering::Relaxed);
-    }
+    // Fill region 1 with junk, so every hop into it finds no room.
+    fill_with_junk(&r, 1);
     r.finish_step();
     let moved: Vec<u64> = keys
         .iter()
@@ -248,9 +230,7 @@ fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
 
     // Room again in region 1 (the filler is junk): the next step's sweep
     // moves the split slots' tags and joins them.
-    for b in 0..one.buckets() {
-        one.word(b).store(0, Ordering::Relaxed);
-    }
+    empty(&r, 1);
     assert!(r.grow());
     r.finish_step();
     assert_eq!(r.split_slots(), 0, "split slots joined");
@@ -258,6 +238,87 @@ fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
     for &h in &moved {
         let e = r.entry(r.slot_of_hash(h).0);
         assert!(!e.is_split());
+    }
+}
+
+/// An insert that loaded its entry before a step and puts its tag into
+/// the old region after the step ended follows it; when its own hop finds
+/// no room it leaves the tag where it is and splits the slot, never drops
+/// it.
+#[test]
+fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
+    let r = StdArc::new(Regions::new(64, 16).unwrap());
+    // A key of a slot the first step moves to region 1.
+    let stale = (0..)
+        .map(|i| key(ABSENT, i))
+        .find(|&h| r.slot_of_hash(h).0 == SLOTS - 1)
+        .unwrap();
+    let (slot, _) = r.slot_of_hash(stale);
+    let (at_tx, at_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let inserter = {
+        let r = StdArc::clone(&r);
+        thread::spawn(move || {
+            pause::arm(Point::RegionInsertLoaded, move |at| {
+                at_tx.send(at).unwrap();
+                let _ = go_rx.recv_timeout(Duration::from_secs(30));
+            });
+            r.insert(stale)
+        })
+    };
+    at_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    // The whole step runs while the insert holds its old entry.
+    assert!(r.grow());
+    r.finish_step();
+    assert_eq!(r.entry(slot), Entry::whole(1), "the step moved the slot");
+    fill_with_junk(&r, 1);
+    go_tx.send(()).unwrap();
+    assert_eq!(inserter.join().unwrap(), Ok(()));
+    assert_eq!(
+        r.entry(slot),
+        Entry { cur: 1, prev: 0 },
+        "the insert split its slot"
+    );
+    assert!(r.contains(stale), "false negative");
+    assert_eq!(r.count(stale), 1);
+    // Room again: the next step's sweep moves the tag and joins the slot.
+    empty(&r, 1);
+    assert!(r.grow());
+    r.finish_step();
+    assert!(!r.entry(slot).is_split());
+    assert!(r.contains(stale), "false negative after the next step");
+    assert_eq!(r.split_slots(), 0);
+}
+
+/// Fills every lane of region `region` with tags of slots that stay in
+/// region 0 (junk no key asks for, which no sweep moves), so nothing
+/// finds room there.
+fn fill_with_junk(r: &Regions, region: usize) {
+    let t = r.table(region);
+    let g = *r.geometry();
+    let mut filler = 0u64;
+    for b in 0..t.buckets() {
+        let mut w = 0u64;
+        for lane in 0..3 {
+            let tag = loop {
+                filler += 1;
+                let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
+                let alt = g.alt(b, tag);
+                if r.entry(slot_of(tag, b.min(alt))).cur == 0 {
+                    break tag;
+                }
+            };
+            w |= tag << (21 * lane);
+        }
+        t.word(b).store(w, Ordering::Relaxed);
+    }
+}
+
+/// Empties region `region` (after [`fill_with_junk`]).
+fn empty(r: &Regions, region: usize) {
+    let t = r.table(region);
+    for b in 0..t.buckets() {
+        t.word(b).store(0, Ordering::Relaxed);
     }
 }
 
