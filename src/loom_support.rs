@@ -107,6 +107,13 @@ pub enum RegionCanary {
     /// before it copies, not after: a hop that checked before the step
     /// began can copy after the sweep read its destination.
     PinCheckedBeforeCopy,
+    /// A count of a split slot adds what it saw in `prev` and in `cur`
+    /// without re-loading `prev`'s stripe: a hop between its copy and its
+    /// clear is counted twice.
+    UncheckedCount,
+    /// A remove looks in `cur` before `prev`: a hop between its two looks
+    /// hides the tag from both.
+    RemoveCurFirst,
     /// An insert re-loads the counter after its CAS without the `SeqCst`
     /// fence between them: it can miss the bump while the sweep misses
     /// its tag.
@@ -144,6 +151,11 @@ impl RegionsModel {
     /// Copies of hash `h`'s tag.
     pub fn count(&self, h: u64) -> usize {
         self.0.count(h)
+    }
+
+    /// Removes one copy of hash `h`'s tag; `false` if none was found.
+    pub fn remove(&self, h: u64) -> bool {
+        self.0.remove(h)
     }
 
     /// Begins a step; `false` if one runs or the level is at its limit.

@@ -1,9 +1,10 @@
 //! Loom models of a level of consistent regions (issue 17,
 //! `src/raw/regions.rs`, not wired into the filter yet): a step that moves
 //! a slot from region 0 to a new region 1 while a lookup reads the slot's
-//! key (model R1), an insert of a key of that slot races the step (model
-//! R2), or a displacement inside region 0 would move a tag of that slot
-//! past the sweep (model R3), each with the canaries that must fail it.
+//! key (model R1), counts it (R4) or removes it (R5), an insert of a key
+//! of that slot races the step (model R2), or a displacement inside region
+//! 0 would move a tag of that slot past the sweep (model R3), each with
+//! the canaries that must fail it.
 //!
 //! Under loom a region has 4 buckets of three 21-bit tags, the map has two
 //! slots and a sweep chunk covers two buckets. The first step adds one
@@ -92,6 +93,52 @@ fn lookup_vs_hop(name: &str, canary: RegionCanary) {
         ensure!(
             level.count(x) == 1,
             "count {} after the step",
+            level.count(x)
+        );
+        Ok(())
+    });
+}
+
+/// Model R4: a count of a key whose slot moves, during the step, is 1.
+fn count_vs_hop(name: &str, canary: RegionCanary) {
+    let x = moving_key();
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(2, canary));
+        ensure!(level.insert(x), "pre-fill: insert refused");
+        let stepper = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || step(&level))
+        };
+        let n = level.count(x);
+        stepper.join().unwrap();
+        ensure!(
+            n == 1,
+            "count(x) was {n} during the step (counted twice or missed)"
+        );
+        Ok(())
+    });
+}
+
+/// Model R5: a remove of a key whose slot moves, during the step, finds
+/// it, and afterwards no copy is left in either region.
+fn remove_vs_hop(name: &str, canary: RegionCanary) {
+    let x = moving_key();
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(2, canary));
+        ensure!(level.insert(x), "pre-fill: insert refused");
+        let stepper = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || step(&level))
+        };
+        let removed = level.remove(x);
+        stepper.join().unwrap();
+        ensure!(
+            removed,
+            "false negative: remove(x) found nothing during the step"
+        );
+        ensure!(
+            level.count(x) == 0,
+            "count {} after the remove",
             level.count(x)
         );
         Ok(())
@@ -231,4 +278,26 @@ fn canary_unfollowed_insert() {
 #[should_panic(expected = "false negative")]
 fn canary_unfenced_insert() {
     insert_vs_step("canary_unfenced_insert", RegionCanary::UnfencedInsert);
+}
+
+#[test]
+fn count_during_a_step() {
+    count_vs_hop("count_during_a_step", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "counted twice")]
+fn canary_unchecked_count() {
+    count_vs_hop("canary_unchecked_count", RegionCanary::UncheckedCount);
+}
+
+#[test]
+fn remove_during_a_step() {
+    remove_vs_hop("remove_during_a_step", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_remove_cur_first() {
+    remove_vs_hop("canary_remove_cur_first", RegionCanary::RemoveCurFirst);
 }

@@ -405,6 +405,8 @@ impl Regions {
             let before = self.step.load(Ordering::Acquire);
             let e = self.map.load(slot, Ordering::Acquire);
             let n = if e.is_split() {
+                #[cfg(loom)]
+                let count_two = |p: &Table, c: &Table, at| self.count_two_as_canary(p, c, at);
                 match count_two(self.region(e.prev), self.region(e.cur), at) {
                     Some(n) => n,
                     None => {
@@ -424,6 +426,10 @@ impl Regions {
 
     /// Removes one copy of hash `h`'s tag; `false` if none was found.
     pub(crate) fn remove(&self, h: u64) -> bool {
+        #[cfg(loom)]
+        if self.canary == RegionCanary::RemoveCurFirst {
+            return self.remove_cur_first(h);
+        }
         let (_, slot) = self.locate(h);
         let hash_in = |t: &Table| ops::remove::<L21x3>(t, h, &self.counters);
         loop {
@@ -1114,6 +1120,38 @@ impl Regions {
         let step = self.bump();
         self.move_slots(old);
         self.open_sweep(step, old);
+    }
+
+    /// `count_two`, or with the `UncheckedCount` canary a count that does
+    /// not re-load `prev`'s stripe: a hop between its copy and its clear
+    /// shows the tag on both sides.
+    fn count_two_as_canary(&self, prev: &Table, cur: &Table, at: Located) -> Option<usize> {
+        if self.canary != RegionCanary::UncheckedCount {
+            return count_two(prev, cur, at);
+        }
+        let w1 = prev.word(at.i1).load(Ordering::Acquire);
+        let w2 = prev.word(at.i2).load(Ordering::Acquire);
+        let in_prev = bucket::count::<L21x3>(w1, at.tag) + bucket::count::<L21x3>(w2, at.tag);
+        let in_cur = ops::count::<L21x3>(cur, at).expect("regions are never sealed");
+        Some(in_prev as usize + in_cur)
+    }
+
+    /// `remove` with the `RemoveCurFirst` canary: `cur` before `prev`, so a
+    /// hop that copies after the first look and clears before the second
+    /// hides the tag from both.
+    fn remove_cur_first(&self, h: u64) -> bool {
+        let (_, slot) = self.locate(h);
+        let hash_in = |t: &Table| ops::remove::<L21x3>(t, h, &self.counters).unwrap();
+        loop {
+            let before = self.step.load(Ordering::Acquire);
+            let e = self.map.load(slot, Ordering::Acquire);
+            if hash_in(self.region(e.cur)) || (e.is_split() && hash_in(self.region(e.prev))) {
+                return true;
+            }
+            if self.step.load(Ordering::Relaxed) == before {
+                return false;
+            }
+        }
     }
 
     /// `hop` with the `ClearBeforeCopy` canary: the tag is in neither
