@@ -1,0 +1,259 @@
+//! Inserts into a level of regions, and the hop that moves one copy of a
+//! tag from an old region to its slot's new one (the sweep's and a stale
+//! insert's).
+
+use super::{step::NoStep, Entry, Refused, Regions};
+#[cfg(loom)]
+use crate::loom_support::RegionCanary;
+use crate::raw::bucket::{self, L21x3};
+use crate::raw::cas::take;
+use crate::raw::geometry::Located;
+use crate::raw::ops::{self, InsertFailure, Search};
+use crate::raw::pause;
+use crate::raw::stripe::StripeLock;
+use crate::sync::{fence, Backoff, Ordering};
+
+/// What a hop did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hopped {
+    Moved,
+    /// No copy of the tag was left in the source pair.
+    Gone,
+    /// The destination pair had no room: the tag stays in the source.
+    NoRoom,
+}
+
+impl Regions {
+    /// Inserts hash `h`.
+    ///
+    /// First helps a running step with one sweep chunk. Then puts the tag
+    /// into its slot's `cur` region; if that is full, begins a step (or
+    /// helps the running one) and tries again.
+    ///
+    /// After the CAS a `SeqCst` fence, then the counter: a Dekker pair with
+    /// the step (bump, fence) and its sweep chunks (fence, word loads).
+    /// Either a chunk that reads the tag's bucket sees the tag, or this
+    /// load sees the bump; then the insert follows its tag to its slot's
+    /// new region ([`follow`](Self::follow)) before it returns.
+    pub(crate) fn insert(&self, h: u64) -> Result<(), Refused> {
+        let (at, slot) = self.locate(h);
+        let mut backoff = Backoff::default();
+        // The step counter at a refused step, if one was refused.
+        let mut refused = None;
+        loop {
+            self.help();
+            // Acquire, both: as in `contains`.
+            let before = self.step.load(Ordering::Acquire);
+            let e = self.map.load(slot, Ordering::Acquire);
+            let region = self.region(e.cur);
+            pause::here(
+                pause::Point::RegionInsertLoaded,
+                pause::At {
+                    a: at.i1,
+                    b: at.i2,
+                    tag: at.tag,
+                },
+            );
+            match ops::insert::<L21x3>(
+                region,
+                at,
+                false,
+                ops::nowhere,
+                Search::Always,
+                &self.counters,
+            ) {
+                Ok(_) => {}
+                Err(InsertFailure::Full { .. }) => {
+                    match self.begin_step() {
+                        Ok(()) => {}
+                        Err(NoStep::Running) => {
+                            if !self.help() {
+                                // Every chunk is claimed: let their owners
+                                // finish.
+                                backoff.snooze();
+                            }
+                        }
+                        // The step that ended since this insert looked
+                        // (the failed claim saw its end) may have made
+                        // room: refuse only when a second look, after the
+                        // claim, finds none either.
+                        Err(NoStep::Refused) if refused == Some(before) => {
+                            return Err(Refused::Full)
+                        }
+                        Err(NoStep::Refused) => refused = Some(before),
+                    }
+                    continue;
+                }
+                Err(InsertFailure::Saturated { copies }) => {
+                    return Err(Refused::Saturated { copies })
+                }
+                Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
+            }
+            self.fence_after_put();
+            // Acquire: a bump seen here happens-before this insert's own
+            // hops (module docs, last point).
+            let now = self.step.load(Ordering::Acquire);
+            if now == before {
+                return Ok(());
+            }
+            #[cfg(loom)]
+            if self.canary == RegionCanary::UnfollowedInsert {
+                return Ok(());
+            }
+            return self.follow(at, slot, e.cur, now);
+        }
+    }
+
+    /// The insert's half of the Dekker pair with the step (see `insert`),
+    /// between its CAS and its load of the counter.
+    #[inline(always)]
+    fn fence_after_put(&self) {
+        #[cfg(loom)]
+        if self.canary == RegionCanary::UnfencedInsert {
+            return;
+        }
+        // SeqCst: pairs with the fences in `bump` and `sweep_chunk`: if
+        // this one comes first in their total order, the chunk that reads
+        // the tag's bucket sees the tag; otherwise the counter load that
+        // follows sees the bump.
+        fence(Ordering::SeqCst);
+    }
+
+    /// The rest of an insert that put its tag into region `region` and then
+    /// saw the counter at `seen`, past the value it started from: moves a
+    /// copy of its tag to its slot's `cur` until no step begins meanwhile.
+    /// Moving any copy is the same as moving its own: copies of one tag in
+    /// one pair are the same to every query. A hop that finds no copy left
+    /// (`Gone`) may return: every stale insert moves at most one copy out
+    /// of the old pair, so if all left and this one moved none, the sweep
+    /// moved one, and lookups find that one (docs/design.md, "An insert's
+    /// own hop that finds no copy left").
+    #[cold]
+    fn follow(
+        &self,
+        at: Located,
+        slot: usize,
+        mut region: usize,
+        mut seen: u64,
+    ) -> Result<(), Refused> {
+        loop {
+            // SeqCst: pairs with the SeqCst entry CASes in `keep_split` and
+            // `end_step`.
+            let e = self.map.load(slot, Ordering::SeqCst);
+            if e.cur != region {
+                match self.hop(region, e.cur, at) {
+                    Hopped::Moved | Hopped::Gone => region = e.cur,
+                    Hopped::NoRoom => {
+                        if !self.keep_split(slot, region, seen) {
+                            // Its slot has another split region already:
+                            // give the copy back and refuse (rare: a third
+                            // region, only for an insert that ran across
+                            // two steps).
+                            self.take_back(region, at);
+                            return Err(Refused::Full);
+                        }
+                    }
+                }
+            }
+            // As in `insert`, for the copy this loop just made.
+            self.fence_after_put();
+            // Acquire: as in `insert`.
+            let now = self.step.load(Ordering::Acquire);
+            if now == seen {
+                return Ok(());
+            }
+            seen = now;
+        }
+    }
+
+    /// Keeps `region` readable for `slot` after a hop out of it found no
+    /// room during step `step`: marks the slot failed for the step, then
+    /// makes sure its entry names `region` (as `cur` or `prev`). `false` if
+    /// the entry already names two other regions.
+    ///
+    /// The mark and the entry load are a Dekker pair with `end_step`'s
+    /// entry CAS and mark load (all `SeqCst`): either the step's end sees
+    /// the mark and keeps the slot split, or this load sees the entry
+    /// joined and splits it again.
+    fn keep_split(&self, slot: usize, region: usize, step: u64) -> bool {
+        self.failed[slot].fetch_max(step as u32, Ordering::SeqCst);
+        let entry = self.map.at(slot);
+        // SeqCst: see above.
+        let mut v = entry.load(Ordering::SeqCst);
+        loop {
+            let e = Entry::unpack(v);
+            if e.cur == region || e.prev == region {
+                return true;
+            }
+            if e.is_split() {
+                return false;
+            }
+            let split = Entry {
+                cur: e.cur,
+                prev: region,
+            };
+            // SeqCst: see above.
+            match entry.compare_exchange(v, split.pack(), Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return true,
+                Err(seen) => v = seen,
+            }
+        }
+    }
+
+    /// Takes one copy of `at`'s tag from `region` (an insert giving back
+    /// what it put there).
+    fn take_back(&self, region: usize, at: Located) {
+        let t = self.region(region);
+        let shard = self.counters.shard();
+        let _lock = StripeLock::acquire(t.stripe(at.i1, at.i2)).expect("regions are never sealed");
+        if take::<L21x3>(t.word(at.i1), at.tag, shard)
+            || take::<L21x3>(t.word(at.i2), at.tag, shard)
+        {
+            shard.add_len(-1);
+        }
+    }
+
+    /// Moves one copy of `at`'s tag from region `from` to region `to`
+    /// (`from < to`), same pair.
+    pub(super) fn hop(&self, from: usize, to: usize, at: Located) -> Hopped {
+        #[cfg(loom)]
+        if self.canary == RegionCanary::ClearBeforeCopy {
+            return self.hop_clearing_first(from, to, at);
+        }
+        debug_assert!(from < to, "hops go to newer regions (the lock order)");
+        let (a, b) = (self.region(from), self.region(to));
+        let Located { tag, i1, i2 } = at;
+        // Marked moving: a count of this tag reads again until the release.
+        let _lock =
+            StripeLock::acquire_moving(a.stripe(i1, i2), tag).expect("regions are never sealed");
+        // Relaxed: under the stripe, whose Acquire take ordered these loads
+        // after every remove and hop of this pair in `a`.
+        let held = |i: usize| bucket::contains::<L21x3>(a.word(i).load(Ordering::Relaxed), tag);
+        if !held(i1) && !held(i2) {
+            return Hopped::Gone;
+        }
+        // The copy: an ordinary insert into `b`, displacing under `b`'s
+        // stripes (after `a`'s: the lock order).
+        match ops::insert::<L21x3>(b, at, false, ops::nowhere, Search::Always, &self.counters) {
+            Ok(_) => {}
+            Err(InsertFailure::Full { .. } | InsertFailure::Saturated { .. }) => {
+                return Hopped::NoRoom
+            }
+            Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
+        }
+        pause::here(
+            pause::Point::RegionHopCopied,
+            pause::At { a: i1, b: i2, tag },
+        );
+        // The clear, after the copy: a reader of `prev` then `cur` that
+        // sees the clear (Release) sees the copy.
+        let shard = self.counters.shard();
+        let cleared =
+            take::<L21x3>(a.word(i1), tag, shard) || take::<L21x3>(a.word(i2), tag, shard);
+        debug_assert!(cleared, "a tag left its pair while its stripe was held");
+        shard.add_len(-1);
+        // Relaxed: a statistic.
+        self.copies.fetch_add(1, Ordering::Relaxed);
+        Hopped::Moved
+    }
+}

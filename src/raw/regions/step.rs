@@ -1,0 +1,308 @@
+//! A step: new regions, the slots they take, the bump, and the sweep that
+//! moves the old regions' tags whose slots moved, in chunks that inserts
+//! help with.
+
+use super::insert::Hopped;
+use super::{new_region, slot_of, Entry, Regions, SlotMap, CHUNK, SLOTS, STEP_DIVISOR};
+#[cfg(loom)]
+use crate::loom_support::RegionCanary;
+use crate::raw::bucket::{self, L21x3, Layout};
+use crate::raw::geometry::Located;
+use crate::sync::{fence, AtomicUsize, Backoff, Ordering};
+
+/// Why a step could not begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoStep {
+    /// Another thread runs a step.
+    Running,
+    /// The level has its most regions, or the allocator refused.
+    Refused,
+}
+
+/// The running step's sweep: its old buckets, in chunks.
+pub(super) struct Sweep {
+    /// The step's number (the counter's value after its bump).
+    step: u64,
+    /// Regions before the step: the sweep covers their buckets.
+    regions: usize,
+    chunks: usize,
+    /// The next chunk to hand out.
+    cursor: AtomicUsize,
+    /// Chunks swept.
+    done: AtomicUsize,
+}
+
+/// What only the step's claimant touches: which slots each region holds.
+pub(super) struct Plan {
+    pub(super) slots: Vec<Vec<u16>>,
+}
+
+impl Regions {
+    /// Claims and begins a step: new regions, the slots they take (their
+    /// entries), then the bump, then the sweep's publication.
+    pub(super) fn begin_step(&self) -> Result<(), NoStep> {
+        let old = self.claim_step()?;
+        #[cfg(loom)]
+        if self.canary == RegionCanary::BumpBeforeEntries {
+            self.begin_bumping_first(old);
+            return Ok(());
+        }
+        self.move_slots(old);
+        let step = self.bump();
+        self.open_sweep(step, old);
+        Ok(())
+    }
+
+    /// Claims the step and allocates its regions; the regions there were
+    /// before.
+    pub(super) fn claim_step(&self) -> Result<usize, NoStep> {
+        // Acquire: pairs with the Release in `end_step`, so this claimant
+        // sees the last step's plan and entries.
+        if self
+            .claim
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(NoStep::Running);
+        }
+        // Relaxed: only claimants write the count, and this one holds the
+        // claim (the Acquire above ordered it after the last write).
+        let old = self.count.load(Ordering::Relaxed);
+        let k = (old / STEP_DIVISOR).max(1).min(self.max_regions - old);
+        let mut added = Vec::new();
+        for r in old..old + k {
+            let made = new_region(
+                self.geo,
+                &self.map,
+                r,
+                #[cfg(loom)]
+                self.canary,
+            );
+            match made {
+                Ok(t) => added.push(t),
+                Err(_) => break,
+            }
+        }
+        if added.is_empty() {
+            // Release: as in `end_step`.
+            self.claim.store(0, Ordering::Release);
+            return Err(NoStep::Refused);
+        }
+        let k = added.len();
+        for (r, t) in (old..).zip(added) {
+            // Release: pairs with the Acquire load in `region`.
+            self.tables[r].store(Box::into_raw(Box::new(t)), Ordering::Release);
+        }
+        // Release: readers of the count (statistics) see the regions.
+        self.count.store(old + k, Ordering::Release);
+        Ok(old)
+    }
+
+    /// Assigns slots to the regions added after the `old` ones and writes
+    /// their entries `new | old << 16`.
+    pub(super) fn move_slots(&self, old: usize) {
+        let mut plan = self.plan.lock().expect("no step panics holding the plan");
+        plan.slots.resize_with(self.regions(), Vec::new);
+        for (slot, from, to) in assign(&mut plan.slots, old, &self.map) {
+            let joined = Entry::whole(from).pack();
+            let moving = Entry {
+                cur: to,
+                prev: from,
+            }
+            .pack();
+            // A CAS, not a store: a stale insert may have split the slot
+            // meanwhile (`keep_split`), and then it stays where it is.
+            // Release is what readers need (their Acquire entry loads then
+            // see the new region published); SeqCst orders it with
+            // `keep_split`'s SeqCst CAS.
+            if self
+                .map
+                .at(slot)
+                .compare_exchange(joined, moving, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                plan.slots[to].retain(|&s| s as usize != slot);
+                plan.slots[from].push(slot as u16);
+            }
+        }
+    }
+
+    /// Bumps the step counter; the new step's number.
+    pub(super) fn bump(&self) -> u64 {
+        // SeqCst RMW, then a SeqCst fence: the step's half of the Dekker
+        // pairs with inserts (`insert`) and with displacements in old
+        // regions (`path::unpin_or_undo`). After the entries: a reader that
+        // sees this number sees them.
+        let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
+        fence(Ordering::SeqCst);
+        step
+    }
+
+    /// Publishes the sweep of step `step` over the `old` regions.
+    pub(super) fn open_sweep(&self, step: u64, old: usize) {
+        let chunks = (old * self.geo.m0() as usize).div_ceil(CHUNK);
+        let sweep = Box::new(Sweep {
+            step,
+            regions: old,
+            chunks,
+            cursor: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+        });
+        let p = &*sweep as *const Sweep as *mut Sweep;
+        self.sweeps
+            .lock()
+            .expect("no step panics holding the sweeps")
+            .push(sweep);
+        // Release: pairs with the Acquire load in `help`: a helper's hops
+        // come after the bump and its fence.
+        self.sweep.store(p, Ordering::Release);
+    }
+
+    /// Sweeps one chunk of the running step, if any is left to claim;
+    /// `false` if none was.
+    pub(crate) fn help(&self) -> bool {
+        // Acquire: pairs with the Release store in `open_sweep`.
+        let p = self.sweep.load(Ordering::Acquire);
+        // SAFETY: a non-null sweep is one of `self.sweeps`' boxes, which
+        // are freed only when the level drops, which cannot happen while
+        // `&self` lives.
+        let Some(sweep) = (unsafe { p.as_ref() }) else {
+            return false;
+        };
+        // Relaxed: a ticket; the chunk's work is ordered by its fence and
+        // by `done` below.
+        let chunk = sweep.cursor.fetch_add(1, Ordering::Relaxed);
+        if chunk >= sweep.chunks {
+            return false;
+        }
+        self.sweep_chunk(sweep, chunk);
+        // AcqRel: the last chunk's finisher sees every chunk's hops (each
+        // released here) before it ends the step.
+        if sweep.done.fetch_add(1, Ordering::AcqRel) + 1 == sweep.chunks {
+            self.end_step(sweep);
+        }
+        true
+    }
+
+    /// Hops every tag of chunk `chunk` whose region is not its slot's `cur`.
+    fn sweep_chunk(&self, sweep: &Sweep, chunk: usize) {
+        // SeqCst: the sweep's half of the Dekker pairs with inserts and
+        // with displacements in old regions (see the module docs).
+        fence(Ordering::SeqCst);
+        let m0 = self.geo.m0() as usize;
+        let end = ((chunk + 1) * CHUNK).min(sweep.regions * m0);
+        for g in chunk * CHUNK..end {
+            let (r, local) = (g / m0, g % m0);
+            let t = self.region(r);
+            // Acquire: pairs with the Release CAS that put each tag.
+            let word = t.word(local).load(Ordering::Acquire);
+            for lane in 0..L21x3::LANES {
+                let tag = bucket::lane::<L21x3>(word, lane);
+                if tag == 0 {
+                    continue;
+                }
+                let alt = self.geo.alt(local, tag);
+                let slot = slot_of(tag, local.min(alt));
+                // Acquire: as in `contains`.
+                let e = self.map.load(slot, Ordering::Acquire);
+                if e.cur == r {
+                    continue;
+                }
+                let at = Located {
+                    tag,
+                    i1: local,
+                    i2: alt,
+                };
+                if self.hop(r, e.cur, at) == Hopped::NoRoom && e.prev == r {
+                    // SeqCst: seen by `end_step` (after this chunk's
+                    // `done`, which orders it anyway).
+                    self.failed[slot].fetch_max(sweep.step as u32, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    /// Ends the step of `sweep`, whose chunks are all swept: joins every
+    /// split slot whose hops all found room in this step, drops the claim.
+    fn end_step(&self, sweep: &Sweep) {
+        let step = sweep.step as u32;
+        for slot in 0..SLOTS {
+            let entry = self.map.at(slot);
+            // Acquire: as in `contains` (this thread writes nothing it read).
+            let v = entry.load(Ordering::Acquire);
+            let e = Entry::unpack(v);
+            // SeqCst loads of the marks: see `keep_split`.
+            if !e.is_split() || self.failed[slot].load(Ordering::SeqCst) >= step {
+                continue;
+            }
+            let joined = Entry::whole(e.cur).pack();
+            // SeqCst: `keep_split`'s Dekker pair. Release is what readers
+            // need: an entry naming `cur` alone is read only after every
+            // hop of this step (ordered before by `done`'s AcqRel).
+            if entry
+                .compare_exchange(v, joined, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+                && self.failed[slot].load(Ordering::SeqCst) >= step
+            {
+                // A stale insert found no room meanwhile: split again.
+                let _ = entry.compare_exchange(joined, v, Ordering::SeqCst, Ordering::Relaxed);
+            }
+        }
+        // Relaxed: the claim's Release below publishes it to the next
+        // claimant; helpers see null or a swept-out sweep either way.
+        self.sweep.store(std::ptr::null_mut(), Ordering::Relaxed);
+        // Release: pairs with the Acquire claim in `claim_step`.
+        self.claim.store(0, Ordering::Release);
+    }
+
+    /// Runs the running step's remaining chunks on this thread (for tests
+    /// and a caller that must not leave a step open), then waits for its
+    /// end.
+    pub(crate) fn finish_step(&self) {
+        let mut backoff = Backoff::default();
+        // Acquire: as in `claim_step`.
+        while self.claim.load(Ordering::Acquire) != 0 {
+            if !self.help() {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Begins a step now (whether or not a region is full); `false` if one
+    /// is running or the level may not grow.
+    pub(crate) fn grow(&self) -> bool {
+        self.begin_step().is_ok()
+    }
+}
+
+/// The greedy assignment of a step adding regions `old..slots.len()`:
+/// repeatedly one slot from the old region with the most slots to the new
+/// region with the fewest, while that evens them. Split slots never move.
+/// Returns the moves, `(slot, from, to)`, already applied to `slots`.
+fn assign(slots: &mut [Vec<u16>], old: usize, map: &SlotMap) -> Vec<(usize, usize, usize)> {
+    let mut moves = Vec::new();
+    let mut heap: std::collections::BinaryHeap<(usize, usize)> =
+        (0..old).map(|r| (slots[r].len(), r)).collect();
+    while let Some((most, from)) = heap.pop() {
+        let to = (old..slots.len())
+            .min_by_key(|&r| slots[r].len())
+            .expect("a step adds a region");
+        if most <= slots[to].len() + 1 {
+            break;
+        }
+        // The last slot of `from` that is not split.
+        // Relaxed: the claim's Acquire ordered this after every entry write
+        // but stale inserts' splits, which the caller's CAS catches.
+        let pick = slots[from]
+            .iter()
+            .rposition(|&s| !map.load(s as usize, Ordering::Relaxed).is_split());
+        let Some(i) = pick else {
+            continue;
+        };
+        let slot = slots[from].swap_remove(i);
+        slots[to].push(slot);
+        moves.push((slot as usize, from, to));
+        heap.push((slots[from].len(), from));
+    }
+    moves
+}
