@@ -435,3 +435,106 @@ fn steps_add_a_twelfth_and_even_out_the_slots() {
     // 1 -> 24 one at a time, then R / 12 at a time.
     assert!(regions > 40, "{regions} regions");
 }
+
+/// Writers insert their own keys and remove them again 2,000 inserts
+/// later while steps run; a remove of a key whose insert returned always
+/// finds it, and a reader never misses a key between its insert and its
+/// remove.
+#[test]
+fn removes_racing_steps_always_find_their_key() {
+    let per_writer: u64 = 60_000;
+    let lag: u64 = 2_000;
+    let writers = 2u64;
+    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    // Per writer: keys below `removed` are gone, keys from there up to
+    // `inserted` present.
+    let inserted: StdArc<Vec<StdUsize>> =
+        StdArc::new((0..writers).map(|_| StdUsize::new(0)).collect());
+    let removed: StdArc<Vec<StdUsize>> =
+        StdArc::new((0..writers).map(|_| StdUsize::new(0)).collect());
+    let stop = StdArc::new(StdUsize::new(0));
+    use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+    let mut handles = Vec::new();
+    for w in 0..writers {
+        let (r, inserted, removed) = (
+            StdArc::clone(&r),
+            StdArc::clone(&inserted),
+            StdArc::clone(&removed),
+        );
+        handles.push(thread::spawn(move || {
+            for i in 0..per_writer {
+                r.insert(key(w, i)).unwrap();
+                inserted[w as usize].store(i as usize + 1, Release);
+                if i >= lag {
+                    let old = i - lag;
+                    // Published first: a reader must not look for it now.
+                    removed[w as usize].store(old as usize + 1, Release);
+                    assert!(r.remove(key(w, old)), "writer {w} lost key {old}");
+                }
+            }
+        }));
+    }
+    let reader = {
+        let (r, inserted, removed, stop) = (
+            StdArc::clone(&r),
+            StdArc::clone(&inserted),
+            StdArc::clone(&removed),
+            StdArc::clone(&stop),
+        );
+        thread::spawn(move || {
+            let (mut checked, mut x) = (0u64, 7u64);
+            while stop.load(Relaxed) == 0 {
+                for w in 0..writers {
+                    // Acquire: pairs with the writer's Release stores; the
+                    // removed bound is read last, so it is at least what
+                    // held when `upto` was read.
+                    let upto = inserted[w as usize].load(Acquire) as u64;
+                    x = key(x, 1);
+                    let i = x % upto.max(1);
+                    if i >= upto || i < removed[w as usize].load(Acquire) as u64 {
+                        continue;
+                    }
+                    // Between its insert and its remove, unless the remove
+                    // began after the bound was read: look, then re-check.
+                    let found = r.contains(key(w, i));
+                    if !found && i >= removed[w as usize].load(Acquire) as u64 {
+                        panic!("false negative: writer {w} key {i}");
+                    }
+                    checked += 1;
+                }
+            }
+            checked
+        })
+    };
+    for h in handles {
+        h.join().unwrap();
+    }
+    stop.store(1, Relaxed);
+    assert!(reader.join().unwrap() > 1000);
+    r.finish_step();
+    assert!(r.steps() > 20, "only {} steps", r.steps());
+    assert_eq!(r.len(), (writers * lag) as i64);
+    for w in 0..writers {
+        for i in per_writer - lag..per_writer {
+            assert!(r.contains(key(w, i)), "false negative after the run");
+            assert_eq!(r.count(key(w, i)), 1);
+        }
+    }
+}
+
+#[test]
+fn a_level_at_its_last_region_refuses_only_once_full() {
+    let r = Regions::new(64, 3).unwrap();
+    let mut n = 0u64;
+    let refused = loop {
+        match r.insert(key(PRESENT, n)) {
+            Ok(()) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(refused, Refused::Full);
+    assert_eq!(r.regions(), 3);
+    let load = r.occupied() as f64 / r.lanes() as f64;
+    assert!(load > 0.75, "refused at load {load}");
+    assert!((0..n).all(|i| r.contains(key(PRESENT, i))));
+}
