@@ -47,6 +47,18 @@
 //!   the pin again after its copy, behind a `SeqCst` fence, taking the copy
 //!   back if it lost the race (`path::unpin_or_undo`).
 //!
+//! # Progress
+//!
+//! * `contains` waits for nothing; `count` waits only for a hop of its own
+//!   tag (as in one table).
+//! * An insert sweeps at most one chunk for the common good. One whose
+//!   region is full while a step runs sweeps chunk after chunk until the
+//!   sweep has made room (or the step ends); once every chunk is claimed it
+//!   waits for their owners.
+//! * A hop holds its source pair's stripe while it inserts into the new
+//!   region (displacing there), so a remove or a count of that pair, or a
+//!   sweep reaching it, waits that long.
+//!
 //! This file holds the state, lookups, removes and counts; `insert.rs` the
 //! inserts and the hops between regions; `step.rs` the steps and their
 //! sweeps; `broken.rs` the loom canaries.
