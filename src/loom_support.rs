@@ -114,6 +114,14 @@ pub enum RegionCanary {
     /// A remove looks in `cur` before `prev`: a hop between its two looks
     /// hides the tag from both.
     RemoveCurFirst,
+    /// A stale insert whose own hop finds no room leaves its tag in the old
+    /// region without marking or splitting its slot: the step's end joins
+    /// the slot, and the tag is in a region no lookup reads.
+    UnsplitStaleInsert,
+    /// A step's end joins a slot without re-loading its failure mark after
+    /// the joining CAS: a stale insert that marked it and saw it still
+    /// split just before is not split again.
+    UncheckedJoin,
     /// An insert re-loads the counter after its CAS without the `SeqCst`
     /// fence between them: it can miss the bump while the sweep misses
     /// its tag.
@@ -135,7 +143,18 @@ impl RegionsModel {
 
     /// One region, room for `max_regions`.
     pub fn new(max_regions: usize, canary: RegionCanary) -> RegionsModel {
-        RegionsModel(Regions::with_canary(MIN_BUCKETS, max_regions, canary).expect("tiny level"))
+        RegionsModel(
+            Regions::with_canary(MIN_BUCKETS, max_regions, canary, false).expect("tiny level"),
+        )
+    }
+
+    /// [`new`](Self::new), but every region a step adds starts full of
+    /// tags no model key matches and no sweep moves: every hop into it
+    /// finds no room.
+    pub fn with_full_new_regions(max_regions: usize, canary: RegionCanary) -> RegionsModel {
+        RegionsModel(
+            Regions::with_canary(MIN_BUCKETS, max_regions, canary, true).expect("tiny level"),
+        )
     }
 
     /// Inserts hash `h`; `false` if refused.

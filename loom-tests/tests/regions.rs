@@ -3,8 +3,9 @@
 //! a slot from region 0 to a new region 1 while a lookup reads the slot's
 //! key (model R1), counts it (R4) or removes it (R5), an insert of a key
 //! of that slot races the step (model R2), or a displacement inside region
-//! 0 would move a tag of that slot past the sweep (model R3), each with
-//! the canaries that must fail it.
+//! 0 would move a tag of that slot past the sweep (model R3), or an insert
+//! races a step whose new region has no room (R6), each with the canaries
+//! that must fail it.
 //!
 //! Under loom a region has 4 buckets of three 21-bit tags, the map has two
 //! slots and a sweep chunk covers two buckets. The first step adds one
@@ -140,6 +141,42 @@ fn remove_vs_hop(name: &str, canary: RegionCanary) {
             level.count(x) == 0,
             "count {} after the remove",
             level.count(x)
+        );
+        Ok(())
+    });
+}
+
+/// Model R6: as R2, but the new region is full (of tags no key here
+/// matches), so every hop into it finds no room: the sweep's, or the
+/// insert's own if the sweep missed its tag. Either way the tag stays in
+/// region 0 and the slot stays split. (An insert that comes after the
+/// step finds region 1 full and no room for another region: refused.)
+fn insert_vs_step_without_room(name: &str, canary: RegionCanary) {
+    let y = moving_key();
+    model(name, move || {
+        let level = Arc::new(RegionsModel::with_full_new_regions(2, canary));
+        let inserter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(y))
+        };
+        step(&level);
+        if !inserter.join().unwrap() {
+            ensure!(!level.contains(y), "a refused insert left its tag");
+            return Ok(());
+        }
+        ensure!(
+            level.contains(y),
+            "false negative: y, inserted during the step, is lost"
+        );
+        ensure!(
+            level.count(y) == 1,
+            "count {} after the step",
+            level.count(y)
+        );
+        ensure!(
+            level.entry(MOVING) == (1, 0),
+            "the slot is {:?}, not split",
+            level.entry(MOVING)
         );
         Ok(())
     });
@@ -300,4 +337,24 @@ fn remove_during_a_step() {
 #[should_panic(expected = "false negative")]
 fn canary_remove_cur_first() {
     remove_vs_hop("canary_remove_cur_first", RegionCanary::RemoveCurFirst);
+}
+
+#[test]
+fn insert_during_a_step_without_room() {
+    insert_vs_step_without_room("insert_during_a_step_without_room", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unsplit_stale_insert() {
+    insert_vs_step_without_room(
+        "canary_unsplit_stale_insert",
+        RegionCanary::UnsplitStaleInsert,
+    );
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unchecked_join() {
+    insert_vs_step_without_room("canary_unchecked_join", RegionCanary::UncheckedJoin);
 }

@@ -258,6 +258,10 @@ pub(crate) struct Regions {
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
     canary: RegionCanary,
+    /// A loom fixture: every region a step adds starts full of tags that
+    /// stay where they are, so every hop into it finds no room.
+    #[cfg(loom)]
+    junk_new_regions: bool,
 }
 
 // SAFETY: `tables` holds owned `Table`s (like `Box<Table>`), which are
@@ -284,8 +288,11 @@ impl Regions {
         m0: u64,
         max_regions: usize,
         canary: RegionCanary,
+        junk_new_regions: bool,
     ) -> Result<Regions, AllocError> {
-        Self::build(m0, max_regions, canary)
+        let mut r = Self::build(m0, max_regions, canary)?;
+        r.junk_new_regions = junk_new_regions;
+        Ok(r)
     }
 
     fn build(
@@ -326,6 +333,8 @@ impl Regions {
             copies: AtomicU64::new(0),
             #[cfg(loom)]
             canary,
+            #[cfg(loom)]
+            junk_new_regions: false,
         })
     }
 

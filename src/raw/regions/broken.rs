@@ -3,9 +3,9 @@
 //! only under `cfg(loom)`, when a model set its canary.
 
 use super::insert::Hopped;
-use super::{count_two, Regions};
+use super::{count_two, slot_of, Regions};
 use crate::loom_support::RegionCanary;
-use crate::raw::bucket::{self, L21x3};
+use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::cas::take;
 use crate::raw::geometry::Located;
 use crate::raw::ops::{self, Search};
@@ -14,6 +14,25 @@ use crate::raw::table::Table;
 use crate::sync::Ordering;
 
 impl Regions {
+    /// The `junk_new_regions` fixture: fills the new region `t` (not yet
+    /// published) with tags of slot 0 in every bucket, which the models'
+    /// first step leaves in region 0: no key of the moving slot matches
+    /// them, and no sweep reads a new region.
+    pub(super) fn fill_if_junk(&self, t: &Table) {
+        if !self.junk_new_regions {
+            return;
+        }
+        let mut junk = (1..=L21x3::MAX_TAG).filter(|&tag| {
+            (0..t.buckets()).all(|b| slot_of(tag, b.min(self.geo.alt(b, tag))) == 0)
+        });
+        for b in 0..t.buckets() {
+            let tags: Vec<u64> = junk.by_ref().take(3).collect();
+            // Relaxed: `t` is published later, with Release.
+            t.word(b)
+                .store(tags[0] | tags[1] << 21 | tags[2] << 42, Ordering::Relaxed);
+        }
+    }
+
     /// `begin_step` with the `BumpBeforeEntries` canary: a reader that
     /// loads the new number and then an entry not yet moved reads only the
     /// old region, and trusts its miss once the sweep has emptied it.

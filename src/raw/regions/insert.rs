@@ -137,9 +137,8 @@ impl Regions {
         mut seen: u64,
     ) -> Result<(), Refused> {
         loop {
-            // SeqCst: pairs with the SeqCst entry CASes in `keep_split` and
-            // `end_step`.
-            let e = self.map.load(slot, Ordering::SeqCst);
+            // Acquire: as in `contains`.
+            let e = self.map.load(slot, Ordering::Acquire);
             if e.cur != region {
                 match self.hop(region, e.cur, at) {
                     Hopped::Moved | Hopped::Gone => region = e.cur,
@@ -172,14 +171,25 @@ impl Regions {
     /// the entry already names two other regions.
     ///
     /// The mark and the entry load are a Dekker pair with `end_step`'s
-    /// entry CAS and mark load (all `SeqCst`): either the step's end sees
-    /// the mark and keeps the slot split, or this load sees the entry
-    /// joined and splits it again.
+    /// entry CAS and mark load: either the step's end sees the mark and
+    /// keeps the slot split, or this load sees the entry joined and splits
+    /// it again.
     fn keep_split(&self, slot: usize, region: usize, step: u64) -> bool {
-        self.failed[slot].fetch_max(step as u32, Ordering::SeqCst);
+        #[cfg(loom)]
+        if self.canary == RegionCanary::UnsplitStaleInsert {
+            return true;
+        }
+        // Relaxed: the fence below orders it.
+        self.failed[slot].fetch_max(step as u32, Ordering::Relaxed);
+        // SeqCst: pairs with the fence in `end_step` between its joining
+        // CAS and its load of the mark. If this fence comes first in their
+        // total order, that load sees the mark; otherwise the load below
+        // sees the joined entry.
+        fence(Ordering::SeqCst);
         let entry = self.map.at(slot);
-        // SeqCst: see above.
-        let mut v = entry.load(Ordering::SeqCst);
+        // Relaxed: ordered by the fence above (and by coherence for the
+        // CAS below, which fails on a stale value).
+        let mut v = entry.load(Ordering::Relaxed);
         loop {
             let e = Entry::unpack(v);
             if e.cur == region || e.prev == region {
@@ -192,8 +202,11 @@ impl Regions {
                 cur: e.cur,
                 prev: region,
             };
-            // SeqCst: see above.
-            match entry.compare_exchange(v, split.pack(), Ordering::SeqCst, Ordering::SeqCst) {
+            // Release: pairs with readers' Acquire entry loads (the entry
+            // names regions published long before; Release keeps the
+            // rule that entries are published). Relaxed on failure: the
+            // value seen only feeds the next try.
+            match entry.compare_exchange(v, split.pack(), Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return true,
                 Err(seen) => v = seen,
             }

@@ -79,7 +79,11 @@ impl Regions {
                 self.canary,
             );
             match made {
-                Ok(t) => added.push(t),
+                Ok(t) => {
+                    #[cfg(loom)]
+                    self.fill_if_junk(&t);
+                    added.push(t)
+                }
                 Err(_) => break,
             }
         }
@@ -112,13 +116,12 @@ impl Regions {
             .pack();
             // A CAS, not a store: a stale insert may have split the slot
             // meanwhile (`keep_split`), and then it stays where it is.
-            // Release is what readers need (their Acquire entry loads then
-            // see the new region published); SeqCst orders it with
-            // `keep_split`'s SeqCst CAS.
+            // Release: pairs with readers' Acquire entry loads, which then
+            // see the new region published.
             if self
                 .map
                 .at(slot)
-                .compare_exchange(joined, moving, Ordering::SeqCst, Ordering::Relaxed)
+                .compare_exchange(joined, moving, Ordering::Release, Ordering::Relaxed)
                 .is_err()
             {
                 plan.slots[to].retain(|&s| s as usize != slot);
@@ -214,9 +217,9 @@ impl Regions {
                     i2: alt,
                 };
                 if self.hop(r, e.cur, at) == Hopped::NoRoom && e.prev == r {
-                    // SeqCst: seen by `end_step` (after this chunk's
-                    // `done`, which orders it anyway).
-                    self.failed[slot].fetch_max(sweep.step as u32, Ordering::SeqCst);
+                    // Relaxed: `end_step` runs after this chunk's `done`
+                    // (AcqRel), which orders it.
+                    self.failed[slot].fetch_max(sweep.step as u32, Ordering::Relaxed);
                 }
             }
         }
@@ -231,21 +234,33 @@ impl Regions {
             // Acquire: as in `contains` (this thread writes nothing it read).
             let v = entry.load(Ordering::Acquire);
             let e = Entry::unpack(v);
-            // SeqCst loads of the marks: see `keep_split`.
-            if !e.is_split() || self.failed[slot].load(Ordering::SeqCst) >= step {
+            // Relaxed: the sweep's marks are ordered by `done`; a stale
+            // insert's by the fences below.
+            if !e.is_split() || self.failed[slot].load(Ordering::Relaxed) >= step {
                 continue;
             }
             let joined = Entry::whole(e.cur).pack();
-            // SeqCst: `keep_split`'s Dekker pair. Release is what readers
-            // need: an entry naming `cur` alone is read only after every
-            // hop of this step (ordered before by `done`'s AcqRel).
+            // Release: pairs with readers' Acquire entry loads, so a reader
+            // of an entry naming `cur` alone sees every hop of this step
+            // (ordered before this thread by `done`'s AcqRel).
             if entry
-                .compare_exchange(v, joined, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
-                && self.failed[slot].load(Ordering::SeqCst) >= step
+                .compare_exchange(v, joined, Ordering::Release, Ordering::Relaxed)
+                .is_err()
             {
-                // A stale insert found no room meanwhile: split again.
-                let _ = entry.compare_exchange(joined, v, Ordering::SeqCst, Ordering::Relaxed);
+                continue;
+            }
+            #[cfg(loom)]
+            if self.canary == RegionCanary::UncheckedJoin {
+                continue;
+            }
+            // SeqCst: `keep_split`'s Dekker pair (see there). If a stale
+            // insert's hop found no room meanwhile, split again: readers
+            // may miss its tag only while that insert runs.
+            fence(Ordering::SeqCst);
+            // Relaxed: ordered by the fence.
+            if self.failed[slot].load(Ordering::Relaxed) >= step {
+                // Release: as above. (Fails if the insert split it first.)
+                let _ = entry.compare_exchange(joined, v, Ordering::Release, Ordering::Relaxed);
             }
         }
         // Relaxed: the claim's Release below publishes it to the next
