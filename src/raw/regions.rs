@@ -264,11 +264,14 @@ pub(crate) struct Regions {
     junk_new_regions: bool,
 }
 
-// SAFETY: `tables` holds owned `Table`s (like `Box<Table>`), which are
-// `Send + Sync`; everything else is atomics, mutexes and owned data.
-unsafe impl Send for Regions {}
-// SAFETY: as above; shared access hands out `&Table` only.
-unsafe impl Sync for Regions {}
+// `Regions` is `Send + Sync` without an `unsafe impl`: `AtomicPtr` is both
+// whatever it points to. That is sound only because the owned tables are
+// both too (like a `Box<Table>`), which this checks.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Table>();
+    send_sync::<Regions>();
+};
 
 impl Regions {
     /// A level of one region of `m0` buckets, which may grow to
