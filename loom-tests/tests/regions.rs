@@ -7,10 +7,11 @@
 //! races a step whose new region has no room (R6), each with the canaries
 //! that must fail it.
 //!
-//! Under loom a region has 4 buckets of three 21-bit tags, the map has two
+//! Under loom a region has 4 buckets of three 21-bit tags, the map has four
 //! slots and a sweep chunk covers two buckets. The first step adds one
-//! region and moves one of region 0's two slots to it: the greedy plan
-//! takes region 0's last slot, [`MOVING`].
+//! region and moves two of region 0's four slots to it: the greedy plan
+//! takes region 0's last slots, [`MOVING`] and [`TWICE`]; a second step
+//! (model R7) moves [`TWICE`] on to region 2.
 #![cfg(loom)]
 
 mod common;
@@ -25,6 +26,11 @@ const MOVING: usize = RegionsModel::SLOTS - 1;
 
 /// The slot that stays in region 0.
 const STAYING: usize = 0;
+
+/// The slot the first step moves to region 1 and the second (adding
+/// region 2) moves on to region 2: the greedy plan takes the last slot of
+/// the fullest region each time.
+const TWICE: usize = RegionsModel::SLOTS - 2;
 
 /// SplitMix64's outputs on 1, 2, ...: the models' hashes.
 fn hashes() -> impl Iterator<Item = u64> {
@@ -177,6 +183,39 @@ fn insert_vs_step_without_room(name: &str, canary: RegionCanary) {
             level.entry(MOVING) == (1, 0),
             "the slot is {:?}, not split",
             level.entry(MOVING)
+        );
+        Ok(())
+    });
+}
+
+/// Model R7: an insert of a key whose slot moves in each of two steps
+/// (region 0 to 1, then 1 to 2), racing both: it may put its tag into
+/// region 0 after both sweeps passed, and must then follow it two regions
+/// on.
+fn insert_vs_two_steps(name: &str, canary: RegionCanary) {
+    let y = key(TWICE, |_, _| true);
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(3, canary));
+        let inserter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(y))
+        };
+        step(&level);
+        step(&level);
+        ensure!(inserter.join().unwrap(), "insert refused");
+        ensure!(
+            level.entry(TWICE) == (2, 2),
+            "the steps left the slot at {:?}",
+            level.entry(TWICE)
+        );
+        ensure!(
+            level.contains(y),
+            "false negative: y, inserted during two steps, is lost"
+        );
+        ensure!(
+            level.count(y) == 1,
+            "count {} after the steps",
+            level.count(y)
         );
         Ok(())
     });
@@ -357,4 +396,18 @@ fn canary_unsplit_stale_insert() {
 #[should_panic(expected = "false negative")]
 fn canary_unchecked_join() {
     insert_vs_step_without_room("canary_unchecked_join", RegionCanary::UncheckedJoin);
+}
+
+#[test]
+fn insert_during_two_steps() {
+    insert_vs_two_steps("insert_during_two_steps", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_unfollowed_insert_two_steps() {
+    insert_vs_two_steps(
+        "canary_unfollowed_insert_two_steps",
+        RegionCanary::UnfollowedInsert,
+    );
 }

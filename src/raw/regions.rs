@@ -104,7 +104,7 @@ use step::{Plan, Sweep};
 #[cfg(not(loom))]
 const SLOT_BITS: u32 = 14;
 #[cfg(loom)]
-const SLOT_BITS: u32 = 1;
+const SLOT_BITS: u32 = 2;
 
 /// Virtual slots of the map.
 pub(crate) const SLOTS: usize = 1 << SLOT_BITS;
