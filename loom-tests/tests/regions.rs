@@ -221,6 +221,33 @@ fn insert_vs_two_steps(name: &str, canary: RegionCanary) {
     });
 }
 
+/// Model R8: two inserts of one key (one tag, one pair: their copies are
+/// the same to every query) racing two steps that move its slot twice.
+/// Once the first insert has returned, the key is found, even while the
+/// second still runs (it may have moved the first one's copy and not yet
+/// followed it); once both have, it is counted twice.
+fn two_inserts_vs_two_steps(name: &str, canary: RegionCanary) {
+    let y = key(TWICE, |_, _| true);
+    model(name, move || {
+        let level = Arc::new(RegionsModel::new(3, canary));
+        let spawn = || {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(y))
+        };
+        let (first, second) = (spawn(), spawn());
+        step(&level);
+        step(&level);
+        ensure!(first.join().unwrap(), "insert refused");
+        ensure!(
+            level.contains(y),
+            "false negative: y, whose first insert returned, is missing"
+        );
+        ensure!(second.join().unwrap(), "insert refused");
+        ensure!(level.count(y) == 2, "count {} after both", level.count(y));
+        Ok(())
+    });
+}
+
 /// Model R2: an insert of a key whose slot moves, racing the step (it may
 /// load the old entry and CAS into region 0 after the sweep passed), is
 /// found once both have returned.
@@ -409,5 +436,13 @@ fn canary_unfollowed_insert_two_steps() {
     insert_vs_two_steps(
         "canary_unfollowed_insert_two_steps",
         RegionCanary::UnfollowedInsert,
+    );
+}
+
+#[test]
+fn two_inserts_of_one_key_during_two_steps() {
+    two_inserts_vs_two_steps(
+        "two_inserts_of_one_key_during_two_steps",
+        RegionCanary::None,
     );
 }
