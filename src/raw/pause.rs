@@ -21,6 +21,15 @@ pub(crate) enum Point {
     /// A hop between two regions (`regions.rs`) has copied its tag into
     /// the new region and not yet cleared it from the old one.
     RegionHopCopied,
+    /// A step's end (`regions.rs`) is about to join a split slot's entry.
+    EndStepJoining,
+    /// A step's end has marked a split slot's entry joining and not yet
+    /// checked the slot's failure mark.
+    EndStepJoined,
+    /// A stale insert into a level of regions found no room for its own
+    /// hop and no way to keep its slot split, and is about to take its
+    /// copy back.
+    FollowRefusing,
     /// A migration chunk's owner has stored an old bucket's successor
     /// halves and not yet forwarded the old bucket.
     ForwardCopied,

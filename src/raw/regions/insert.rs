@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{step::NoStep, Entry, Refused, Regions};
+use super::{step::NoStep, Entry, Refused, Regions, JOINING};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -148,8 +148,21 @@ impl Regions {
                             // give the copy back and refuse (rare: a third
                             // region, only for an insert that ran across
                             // two steps).
-                            self.take_back(region, at);
-                            return Err(Refused::Full);
+                            pause::here(
+                                pause::Point::FollowRefusing,
+                                pause::At {
+                                    a: slot,
+                                    b: region,
+                                    tag: at.tag,
+                                },
+                            );
+                            if self.take_back(region, at) {
+                                return Err(Refused::Full);
+                            }
+                            // No copy left to give back: the sweep moved it
+                            // on to the slot's `cur`, where lookups find it;
+                            // the key is stored. Follow it as after `Gone`.
+                            region = e.cur;
                         }
                     }
                 }
@@ -192,6 +205,18 @@ impl Regions {
         let mut v = entry.load(Ordering::Relaxed);
         loop {
             let e = Entry::unpack(v);
+            if e.prev == region && e.cur != region && v & JOINING != 0 {
+                // The step's end is joining the slot: clear its mark so the
+                // join fails and the slot stays split. Release: as below.
+                match entry.compare_exchange(v, v & !JOINING, Ordering::Release, Ordering::Relaxed)
+                {
+                    Ok(_) => return true,
+                    Err(seen) => {
+                        v = seen;
+                        continue;
+                    }
+                }
+            }
             if e.cur == region || e.prev == region {
                 return true;
             }
@@ -214,16 +239,17 @@ impl Regions {
     }
 
     /// Takes one copy of `at`'s tag from `region` (an insert giving back
-    /// what it put there).
-    fn take_back(&self, region: usize, at: Located) {
+    /// what it put there); `false` if none was left there.
+    fn take_back(&self, region: usize, at: Located) -> bool {
         let t = self.region(region);
         let shard = self.counters.shard();
         let _lock = StripeLock::acquire(t.stripe(at.i1, at.i2)).expect("regions are never sealed");
-        if take::<L21x3>(t.word(at.i1), at.tag, shard)
-            || take::<L21x3>(t.word(at.i2), at.tag, shard)
-        {
+        let took = take::<L21x3>(t.word(at.i1), at.tag, shard)
+            || take::<L21x3>(t.word(at.i2), at.tag, shard);
+        if took {
             shard.add_len(-1);
         }
+        took
     }
 
     /// Moves one copy of `at`'s tag from region `from` to region `to`

@@ -3,11 +3,12 @@
 //! help with.
 
 use super::insert::Hopped;
-use super::{new_region, slot_of, Entry, Regions, SlotMap, CHUNK, SLOTS, STEP_DIVISOR};
+use super::{new_region, slot_of, Entry, Regions, SlotMap, CHUNK, JOINING, SLOTS, STEP_DIVISOR};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
+use crate::raw::pause;
 use crate::sync::{fence, AtomicUsize, Backoff, Ordering};
 
 /// Why a step could not begin.
@@ -240,28 +241,57 @@ impl Regions {
                 continue;
             }
             let joined = Entry::whole(e.cur).pack();
-            // Release: pairs with readers' Acquire entry loads, so a reader
-            // of an entry naming `cur` alone sees every hop of this step
-            // (ordered before this thread by `done`'s AcqRel).
+            pause::here(
+                pause::Point::EndStepJoining,
+                pause::At {
+                    a: slot,
+                    b: e.cur,
+                    tag: 0,
+                },
+            );
+            // First mark the entry joining: readers still read both regions
+            // while it is, so a stale insert that splits the slot in the
+            // meantime (`keep_split`) is never hidden; it clears the mark,
+            // and the join below fails. Release: the value names the same
+            // regions as `v`; it keeps the entry's publication.
+            let joining = v | JOINING;
             if entry
-                .compare_exchange(v, joined, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(v, joining, Ordering::Release, Ordering::Relaxed)
                 .is_err()
             {
                 continue;
             }
+            pause::here(
+                pause::Point::EndStepJoined,
+                pause::At {
+                    a: slot,
+                    b: e.cur,
+                    tag: 0,
+                },
+            );
             #[cfg(loom)]
             if self.canary == RegionCanary::UncheckedJoin {
+                let _ =
+                    entry.compare_exchange(joining, joined, Ordering::Release, Ordering::Relaxed);
                 continue;
             }
-            // SeqCst: `keep_split`'s Dekker pair (see there). If a stale
-            // insert's hop found no room meanwhile, split again: readers
-            // may miss its tag only while that insert runs.
+            // SeqCst: `keep_split`'s Dekker pair (see there): either this
+            // load sees a stale insert's failure mark, or that insert's
+            // load of the entry sees the joining mark and clears it.
             fence(Ordering::SeqCst);
             // Relaxed: ordered by the fence.
-            if self.failed[slot].load(Ordering::Relaxed) >= step {
-                // Release: as above. (Fails if the insert split it first.)
-                let _ = entry.compare_exchange(joined, v, Ordering::Release, Ordering::Relaxed);
-            }
+            let keep = self.failed[slot].load(Ordering::Relaxed) >= step;
+            // Release: pairs with readers' Acquire entry loads, so a reader
+            // of an entry naming `cur` alone sees every hop of this step
+            // (ordered before this thread by `done`'s AcqRel). Either CAS
+            // fails if a stale insert cleared the mark first: then the slot
+            // stays split, as it must.
+            let _ = entry.compare_exchange(
+                joining,
+                if keep { v } else { joined },
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
         // Relaxed: the claim's Release below publishes it to the next
         // claimant; helpers see null or a swept-out sweep either way.
