@@ -3,6 +3,11 @@
 //! "Levels"). A round trip keeps every key, every answer and the way the
 //! filter goes on growing; every record that does not fit where it is, and
 //! every damaged, truncated or extended chain, is refused.
+//!
+//! Version 3 files hold doubling upper levels: the filters here are built
+//! with `doubling_levels` (an unstable hook) to write them. A filter with
+//! a region level, what every filter builds now, refuses to save until
+//! format version 4 (the last test).
 
 #![cfg(not(loom))]
 
@@ -38,6 +43,7 @@ macro_rules! assert_matches {
 fn two_levels() -> (CuckooFilter, Vec<u64>) {
     let f = CuckooFilter::builder()
         .capacity(1000)
+        .doubling_levels()
         .seed(0x1e7e_1502)
         .build()
         .unwrap();
@@ -61,6 +67,7 @@ fn tight(capacity: usize, levels: usize) -> (CuckooFilter, Vec<u64>) {
 fn grown(capacity: usize, rate: f64, levels: usize) -> (CuckooFilter, Vec<u64>) {
     let f = CuckooFilter::builder()
         .capacity(capacity)
+        .doubling_levels()
         .max_false_positive_rate(rate)
         .seed(0x1e7e_1503)
         .build()
@@ -529,4 +536,30 @@ fn saving_while_other_threads_insert_keeps_every_earlier_key() {
             "a key inserted before the save was lost"
         );
     }
+}
+
+/// A filter with a region level has no record before format version 4:
+/// `write_to` refuses with `Unsupported`, naming the level, and writes
+/// nothing; the filter is unchanged.
+#[test]
+fn a_filter_with_a_region_level_refuses_to_save_and_writes_nothing() {
+    let f = CuckooFilter::builder()
+        .capacity(1000)
+        .seed(0x1e7e_1504)
+        .build()
+        .unwrap();
+    let keys: Vec<u64> = Keys(31).take(100_000).collect();
+    for k in &keys {
+        f.insert(k).unwrap();
+    }
+    assert_eq!(f.stats().levels, 2);
+    assert!(f.stats().regions >= 1);
+    let mut b = Vec::new();
+    let e = f.write_to(&mut b).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+    assert!(b.is_empty(), "{} bytes written", b.len());
+    let inner = e.get_ref().and_then(|e| e.downcast_ref::<LoadError>());
+    assert_matches!(inner, Some(LoadError::InvalidLevel { level: 1, .. }));
+    assert!(e.to_string().contains("version 4"), "{e}");
+    assert!(keys.iter().all(|k| f.contains(k)));
 }

@@ -1,6 +1,7 @@
 //! Batch operations: one writer announcement and software prefetch across
 //! many keys.
 
+use super::levels::Level;
 use super::{with_layout, CuckooFilter};
 use crate::error::InsertError;
 use crate::raw::batch;
@@ -249,11 +250,12 @@ impl CuckooFilter {
         added: &std::cell::Cell<usize>,
         done: &mut dyn FnMut(usize, bool),
     ) -> Result<(), BatchInsertError> {
-        if !unique {
-            // Plain keys go to the newest level, as a batch of its own.
-            // (`dyn`: the closure would otherwise nest one type per call.)
+        if let (false, Level::Table(newest)) = (unique, self.newest()) {
+            // Plain keys go to the newest level (a doubling one), as a
+            // batch of its own. (`dyn`: the closure would otherwise nest
+            // one type per call.) A region level takes them one by one.
             let shifted: &mut dyn FnMut(usize, bool) = &mut |i, new| done(start + i, new);
-            let rest = self.newest().insert_batch(&keys[start..], false, shifted);
+            let rest = newest.insert_batch(&keys[start..], false, shifted);
             return rest
                 .map_err(|e| BatchInsertError::new(added.get(), start + e.failed_at, e.error));
         }

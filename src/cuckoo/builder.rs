@@ -29,6 +29,9 @@ pub struct CuckooFilterBuilder {
     /// Set by [`hash_like`](Self::hash_like); else the newest algorithm.
     algorithm: Option<HashAlgorithm>,
     policy: GrowthPolicy,
+    /// Levels past the tag bits double (version 3's kind) instead of
+    /// growing by regions: [`doubling_levels`](Self::doubling_levels).
+    doubling_levels: bool,
     #[cfg(loom)]
     canary: crate::loom_support::Canary,
 }
@@ -41,6 +44,7 @@ impl Default for CuckooFilterBuilder {
             seed: None,
             algorithm: None,
             policy: GrowthPolicy::default(),
+            doubling_levels: false,
             #[cfg(loom)]
             canary: Default::default(),
         }
@@ -146,6 +150,17 @@ impl CuckooFilterBuilder {
         self
     }
 
+    /// Levels past the tag bits are doubling 21x3 tables, as filters of
+    /// format version 3 have them, instead of region levels: for tests of
+    /// those files and for comparisons. Only with the feature
+    /// `unstable-internals` (and loom builds): not a stable API.
+    #[cfg(any(loom, feature = "unstable-internals"))]
+    #[doc(hidden)]
+    pub fn doubling_levels(mut self) -> Self {
+        self.doubling_levels = true;
+        self
+    }
+
     /// Selects a deliberately broken protocol (loom canaries only).
     #[cfg(loom)]
     #[doc(hidden)]
@@ -194,7 +209,7 @@ impl CuckooFilterBuilder {
         }
         #[cfg(not(loom))]
         let _ = &mut table;
-        let upper = super::levels::Upper::first(&self.policy);
+        let upper = super::levels::Upper::first(&self.policy, self.doubling_levels);
         Ok(CuckooFilter::assemble(
             table,
             layout,

@@ -2,20 +2,31 @@
 //!
 //! Each doubling spends a tag bit, so a table stops doubling at its
 //! `max_false_positive_rate` (64x with 16-bit tags at the default 1%). A
-//! [`Growth::Double`] filter then publishes an *upper level*: a filter of
-//! 21-bit tags, 3 per word (`L21x3`), sized for what the level below holds,
-//! which doubles online as the first table does and, when it stops, gets a
-//! level of its own. The levels form a chain owned by the first one; a
-//! level is never replaced or freed before the filter drops, so a lookup
-//! may follow the chain without a pin, as it follows replaced tables.
+//! [`Growth::Double`] filter then publishes an *upper level*: a *region
+//! level* (`region_level.rs` over `raw/regions.rs`) of 21-bit tags, 3 per
+//! word, whose regions of `m0` buckets each are added about a twelfth at a
+//! time (`max(1, R / 12)`), moving only the keys of the slots the new
+//! regions take. Its first region has 0.4 of the room of the level below
+//! (more when its budget pays only a few regions: it must at least double
+//! what the filter holds), and its budget sets its most regions, `R_max =
+//! own * 2^21 / (6 * 0.93)`; a level at `R_max` refuses, and the next
+//! level, with half of what is left, takes over. The levels form a chain
+//! owned by the first one ([`UpperLevel`]); a level is never replaced or
+//! freed before the filter drops, so a lookup may follow the chain without
+//! a pin, as it follows replaced tables. (Filters loaded from version 3
+//! files keep their *doubling* upper levels, 21x3 tables that double as
+//! the first does, and go on building those.)
 //!
-//! The rules (see `docs/design.md`, "Growth beyond the tag bits"):
+//! The rules (see `docs/design.md`, "Growth beyond the tag bits" and
+//! "Wiring the engine into the filter"):
 //!
 //! * **Inserts** go to the first level with room: level 0 while it has a
 //!   free slot, else the newest level. Keys never move between levels.
 //! * **Lookups** read level 0 as before; only a negative answer looks at
 //!   the chain (one load of the `upper` pointer, null on a filter that never
-//!   outgrew its first size).
+//!   outgrew its first size), newest level first, each level's pair
+//!   prefetched on the way up: two cache lines per level (a region level's
+//!   slot map entry, 64 KB for the level, is usually in cache).
 //! * **`insert_unique`** decides under the key's level-0 pair stripe, and
 //!   asks the upper levels under that same stripe, so of any threads racing
 //!   on one absent key exactly one wins, wherever its copy lands.
@@ -28,9 +39,14 @@
 //! * **Budget.** Level 0 may spend the whole `max_false_positive_rate`
 //!   (`cap`); level `k >= 1` may spend half of what the levels below left,
 //!   so the sum of all levels' bounds stays below `cap` for any number of
-//!   levels. A level's bound is its estimate at full load at its last
-//!   generation.
+//!   levels. A table level's bound is its estimate at full load at its last
+//!   generation; a region level's is its own share, which `R_max` keeps.
+//! * **Memory.** A level may take `max_memory` minus what the levels below
+//!   hold; a region level's step checks it before it allocates, and a
+//!   refused step is `MemoryLimit` against the user's `max_memory` (the
+//!   insert that needed it is not stored, no key is lost).
 
+use super::region_level::{first_bytes, first_region_bound, Plan, RegionLevel};
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::InsertError;
 use crate::hash::HashAlgorithm;
@@ -112,13 +128,152 @@ pub(crate) fn first_level_may_reach(next: f64, cap: f64) -> bool {
     next <= cap && cap - next >= 2.0 * first * 2f64.powi(UPPER_ROOM_DOUBLINGS)
 }
 
+/// A level above the first: a region level (every level a filter builds),
+/// or a doubling 21x3 filter (only as loaded from a version 3 file).
+pub(crate) enum UpperLevel {
+    Regions(RegionLevel),
+    Doubling(CuckooFilter),
+}
+
+impl UpperLevel {
+    /// This level's link to the one above it.
+    // Persistence (task P: walking the levels to save them).
+    #[allow(dead_code)]
+    pub(crate) fn upper(&self) -> &Upper {
+        match self {
+            UpperLevel::Regions(r) => &r.upper,
+            UpperLevel::Doubling(f) => &f.upper,
+        }
+    }
+
+    /// Whether `hash` may be in this level or one above it, newest first.
+    pub(crate) fn contains(&self, hash: u64) -> bool {
+        match self {
+            UpperLevel::Regions(r) => r.contains_up(hash),
+            UpperLevel::Doubling(f) => f.contains_upper(hash),
+        }
+    }
+
+    /// A plain insert into this level, or (once it may not grow) above it.
+    pub(crate) fn insert(&self, hash: u64) -> Result<bool, InsertError> {
+        match self {
+            UpperLevel::Regions(r) => r.insert(hash),
+            UpperLevel::Doubling(f) => f.insert_in(|_| hash, false, &f.writer_pin()),
+        }
+    }
+
+    /// This level, as the filter's levels are walked.
+    fn as_level(&self) -> Level<'_> {
+        match self {
+            UpperLevel::Regions(r) => Level::Regions(r),
+            UpperLevel::Doubling(f) => Level::Table(f),
+        }
+    }
+
+    /// A copy of this level and the ones above (`Clone`).
+    fn deep_clone(&self) -> UpperLevel {
+        match self {
+            UpperLevel::Regions(r) => UpperLevel::Regions(r.deep_clone()),
+            UpperLevel::Doubling(f) => UpperLevel::Doubling(f.clone()),
+        }
+    }
+}
+
+/// One level of a filter, as its operations walk them: the first level or
+/// a doubling one (a table that doubles), or a region level.
+#[derive(Clone, Copy)]
+pub(crate) enum Level<'a> {
+    Table(&'a CuckooFilter),
+    Regions(&'a RegionLevel),
+}
+
+impl<'a> Level<'a> {
+    /// The level right above this one, if one was published.
+    pub(crate) fn above(self) -> Option<Level<'a>> {
+        let upper = match self {
+            Level::Table(f) => &f.upper,
+            Level::Regions(r) => &r.upper,
+        };
+        upper.get().map(UpperLevel::as_level)
+    }
+
+    /// Copies of `hash`'s tag in this level alone.
+    pub(crate) fn count(self, hash: u64) -> usize {
+        match self {
+            Level::Table(f) => f.count_here(hash),
+            Level::Regions(r) => r.regions().count(hash),
+        }
+    }
+
+    /// Removes one copy of `hash`'s tag from this level alone.
+    fn remove(self, hash: u64) -> bool {
+        match self {
+            Level::Table(f) => f.remove_here(hash, &f.writer_pin()),
+            Level::Regions(r) => r.regions().remove(hash),
+        }
+    }
+
+    /// Items in this level alone.
+    pub(crate) fn len(self) -> usize {
+        match self {
+            Level::Table(f) => f.counters.len().max(0) as usize,
+            Level::Regions(r) => r.regions().len().max(0) as usize,
+        }
+    }
+
+    /// Tag slots of this level alone.
+    pub(crate) fn slots(self) -> usize {
+        match self {
+            Level::Table(f) => f.slots(f.table()),
+            Level::Regions(r) => r.regions().lanes(),
+        }
+    }
+
+    /// Bytes this level holds now (a doubling one: its table, and its
+    /// successor while it migrates).
+    pub(crate) fn memory(self) -> usize {
+        match self {
+            Level::Table(f) => {
+                let t = f.table();
+                t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
+            }
+            Level::Regions(r) => r.regions().bytes(),
+        }
+    }
+
+    /// This level's expected false-positive rate now.
+    pub(crate) fn false_positive_rate(self) -> f64 {
+        match self {
+            Level::Table(f) => f.level_false_positive_rate(),
+            Level::Regions(r) => r.false_positive_rate(),
+        }
+    }
+
+    /// `stats` of this level alone.
+    pub(crate) fn stats(self) -> super::Stats {
+        match self {
+            Level::Table(f) => f.level_stats(),
+            Level::Regions(r) => r.stats(),
+        }
+    }
+
+    /// Empties this level.
+    pub(crate) fn clear(self) {
+        match self {
+            Level::Table(f) => f.clear_here(),
+            Level::Regions(r) => r.regions().clear(),
+        }
+    }
+}
+
 /// A filter's link to the level above it, and the false-positive budget of
 /// this level and all above it.
 pub(crate) struct Upper {
     /// Null until the level above is published; then that level, owned by
     /// this link until the filter drops.
-    level: AtomicPtr<CuckooFilter>,
-    /// 1 while one thread builds the level above.
+    level: AtomicPtr<UpperLevel>,
+    /// 1 while one thread builds the level above (and for good once it is
+    /// published).
     claim: AtomicUsize,
     /// The false-positive rate this level and the levels above may spend
     /// together: the user's cap minus the bounds of the levels below.
@@ -127,15 +282,21 @@ pub(crate) struct Upper {
     cap: f64,
     /// The user's `max_memory` (`None`: unlimited), for refusals.
     cap_memory: Option<usize>,
+    /// Build doubling 21x3 levels, as version 3 files hold them, instead
+    /// of region levels (`CuckooFilterBuilder::doubling_levels`: tests of
+    /// those files only).
+    doubling: bool,
 }
 
 impl Upper {
-    /// The link of a first level whose policy is `policy`.
-    pub(crate) fn first(policy: &GrowthPolicy) -> Upper {
+    /// The link of a first level whose policy is `policy`; `doubling`:
+    /// the levels it builds are doubling ones (see the field).
+    pub(crate) fn first(policy: &GrowthPolicy, doubling: bool) -> Upper {
         Upper::with_budget(
             policy.max_false_positive_rate,
             policy.max_false_positive_rate,
             policy.max_memory,
+            doubling,
         )
     }
 
@@ -143,30 +304,41 @@ impl Upper {
     /// gave the level when it was made, from what the file holds. The level's
     /// own `max_false_positive_rate` is half the budget the levels below left
     /// it, so that budget is twice its rate; the cap and the memory cap are
-    /// the first level's (`first`).
+    /// the first level's (`first`). A doubling level (from a version 3
+    /// file) goes on building doubling levels, as the filter that saved it
+    /// would have (`doubling`), so it grows and saves as before; a region
+    /// level builds region levels.
     // Persistence only, which loom builds leave out.
     #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn loaded(own: &GrowthPolicy, first: &GrowthPolicy) -> Upper {
+    pub(crate) fn loaded(own: f64, first: &GrowthPolicy, doubling: bool) -> Upper {
         Upper::with_budget(
-            2.0 * own.max_false_positive_rate,
+            2.0 * own,
             first.max_false_positive_rate,
             first.max_memory,
+            doubling,
         )
     }
 
-    fn with_budget(budget: f64, cap: f64, cap_memory: Option<usize>) -> Upper {
+    /// A placeholder link, replaced when its level is attached.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn detached() -> Upper {
+        Upper::with_budget(0.0, 0.0, None, false)
+    }
+
+    fn with_budget(budget: f64, cap: f64, cap_memory: Option<usize>, doubling: bool) -> Upper {
         Upper {
             level: AtomicPtr::new(std::ptr::null_mut()),
             claim: AtomicUsize::new(0),
             budget,
             cap,
             cap_memory,
+            doubling,
         }
     }
 
     /// The level above, if one was published.
     #[inline(always)]
-    pub(crate) fn get(&self) -> Option<&CuckooFilter> {
+    pub(crate) fn get(&self) -> Option<&UpperLevel> {
         // Acquire: pairs with the Release store in `publish`, so the level's
         // construction happens-before any use of it.
         let p = self.level.load(Ordering::Acquire);
@@ -188,17 +360,104 @@ impl Upper {
 
     /// Publishes `level`. Called with the claim held (or on a level no
     /// other thread sees yet), so a link is published at most once.
-    fn publish(&self, level: CuckooFilter) {
+    pub(crate) fn publish(&self, level: UpperLevel) {
         let p = Box::into_raw(Box::new(level));
         // Release: pairs with the Acquire load in `get`.
         self.level.store(p, Ordering::Release);
     }
 
+    /// The level above, built by `build` and published by `publish` if
+    /// there was none. `Ok(None)`: another thread is building it; retry.
+    pub(crate) fn get_or_publish(
+        &self,
+        build: impl FnOnce() -> Result<UpperLevel, InsertError>,
+        publish: impl FnOnce(&Upper, UpperLevel),
+    ) -> Result<Option<&UpperLevel>, InsertError> {
+        if let Some(level) = self.get() {
+            return Ok(Some(level));
+        }
+        // Acquire on success: pairs with the Release of a builder that
+        // failed and gave the claim back.
+        if self
+            .claim
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            Backoff::default().snooze();
+            return Ok(None);
+        }
+        if let Some(level) = self.get() {
+            return Ok(Some(level));
+        }
+        match build() {
+            Ok(level) => {
+                // The claim stays held: the level is never replaced.
+                publish(self, level);
+                Ok(self.get())
+            }
+            Err(e) => {
+                // Release: a later claimant sees this attempt's effects.
+                self.claim.store(0, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// A new region level above a level whose bound is `bound` and which
+    /// holds about `items` items and `held` bytes of the `max_memory` it
+    /// may take: with half of the budget left, and the bytes left.
+    pub(crate) fn build_regions(
+        &self,
+        bound: f64,
+        items: usize,
+        max_memory: Option<usize>,
+        held: usize,
+    ) -> Result<UpperLevel, InsertError> {
+        let left = self.budget - bound;
+        let Some(plan) = Plan::above(items, left) else {
+            // What growing on would take: the levels so far, and a new
+            // level's first region with as much again kept for the levels
+            // above it (its own share is half of what it is given).
+            return Err(InsertError::FalsePositiveRateLimit {
+                max: self.cap,
+                next: self.cap - self.budget + bound + 2.0 * first_region_bound(),
+            });
+        };
+        let max_memory = match max_memory {
+            None => None,
+            Some(max) => {
+                let needed = held.saturating_add(first_bytes(plan.m0));
+                if needed > max {
+                    return Err(self.memory_refusal(max, needed));
+                }
+                Some(max - held)
+            }
+        };
+        let upper = Upper::with_budget(left, self.cap, self.cap_memory, false);
+        RegionLevel::new(&plan, max_memory, upper).map(UpperLevel::Regions)
+    }
+
+    /// The `MemoryLimit` refusal of a growth of the level below this link
+    /// that needs `needed` of the `max` bytes that level may take, as the
+    /// user sees it: against the filter's `max_memory`, counting the
+    /// levels below.
+    pub(crate) fn memory_refusal(&self, max: usize, needed: usize) -> InsertError {
+        match self.cap_memory {
+            Some(cap) => InsertError::MemoryLimit {
+                max: cap,
+                needed: needed.saturating_add(cap.saturating_sub(max)),
+            },
+            None => InsertError::MemoryLimit { max, needed },
+        }
+    }
+
     /// A copy of this link and the chain above it (for `Clone`).
     pub(crate) fn deep_clone(&self) -> Upper {
-        let copy = Upper::with_budget(self.budget, self.cap, self.cap_memory);
+        let copy = Upper::with_budget(self.budget, self.cap, self.cap_memory, self.doubling);
         if let Some(level) = self.get() {
-            copy.publish(level.clone());
+            copy.publish(level.deep_clone());
+            // Held for good, as after any publication.
+            copy.claim.store(1, Ordering::Relaxed);
         }
         copy
     }
@@ -217,14 +476,14 @@ impl Drop for Upper {
 
 impl CuckooFilter {
     /// This level and every level above it, bottom up.
-    pub(crate) fn levels(&self) -> impl Iterator<Item = &CuckooFilter> {
-        std::iter::successors(Some(self), |l| l.upper.get())
+    pub(crate) fn levels(&self) -> impl Iterator<Item = Level<'_>> {
+        std::iter::successors(Some(Level::Table(self)), |l| l.above())
     }
 
     /// The level right above this one, if one was published.
     // Persistence only, which loom builds leave out.
     #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn upper_level(&self) -> Option<&CuckooFilter> {
+    pub(crate) fn upper_level(&self) -> Option<&UpperLevel> {
         self.upper.get()
     }
 
@@ -244,22 +503,21 @@ impl CuckooFilter {
         match self.upper.get() {
             Some(upper) => {
                 super::with_layout!(self, L => self.prefetch_candidates::<L>(hash));
-                upper.contains_upper(hash) || self.contains_here(hash)
+                upper.contains(hash) || self.contains_here(hash)
             }
             // An upper level itself (its own route is the leveled one).
             None => self.contains_here(hash),
         }
     }
 
-    /// This upper level and the ones above it, newest first. Upper levels
-    /// all have the layout `L21x3`: no dispatch.
+    /// This doubling upper level and the ones above it, newest first.
+    /// Doubling upper levels all have the layout `L21x3`: no dispatch.
     fn contains_upper(&self, hash: u64) -> bool {
         debug_assert_eq!(self.layout, UPPER_LAYOUT);
         match self.upper.get() {
             Some(upper) => {
                 self.prefetch_candidates::<L21x3>(hash);
-                upper.contains_upper(hash)
-                    || self.contains_here_in::<L21x3>(hash, self.addressing())
+                upper.contains(hash) || self.contains_here_in::<L21x3>(hash, self.addressing())
             }
             None => self.contains_here_in::<L21x3>(hash, self.addressing()),
         }
@@ -276,8 +534,17 @@ impl CuckooFilter {
     }
 
     /// The newest level.
-    pub(super) fn newest(&self) -> &CuckooFilter {
-        self.levels().last().unwrap_or(self)
+    pub(super) fn newest(&self) -> Level<'_> {
+        self.levels().last().unwrap_or(Level::Table(self))
+    }
+
+    /// A plain insert into the newest level (which goes up when it may not
+    /// grow).
+    pub(super) fn insert_newest(&self, hash: u64) -> Result<bool, InsertError> {
+        match self.newest() {
+            Level::Table(f) => f.insert_here(hash, false, &f.writer_pin()),
+            Level::Regions(r) => r.insert(hash),
+        }
     }
 
     /// `insert` (with `unique`, `insert_unique`) of a filter that has levels
@@ -292,14 +559,7 @@ impl CuckooFilter {
             return self.insert_here(hash, unique, &self.writer_pin());
         }
         if !unique {
-            // An upper level: `L21x3`, no dispatch.
-            let newest = self.newest();
-            return newest.insert_here_in::<L21x3>(
-                hash,
-                newest.addressing(),
-                false,
-                &newest.writer_pin(),
-            );
+            return self.insert_newest(hash);
         }
         let _pin = self.writer_pin();
         loop {
@@ -318,16 +578,14 @@ impl CuckooFilter {
     #[cold]
     #[inline(never)]
     pub(crate) fn contains_above(&self, hash: u64) -> bool {
-        self.upper
-            .get()
-            .is_some_and(|upper| upper.contains_upper(hash))
+        self.upper.get().is_some_and(|upper| upper.contains(hash))
     }
 
     /// Copies of `hash`'s tag in the levels above this one.
     #[cold]
     #[inline(never)]
     pub(crate) fn count_above(&self, hash: u64) -> usize {
-        self.levels().skip(1).map(|l| l.count_here(hash)).sum()
+        self.levels().skip(1).map(|l| l.count(hash)).sum()
     }
 
     /// `remove` on a filter with levels: removes from the one level whose
@@ -338,7 +596,7 @@ impl CuckooFilter {
     pub(crate) fn remove_leveled(&self, hash: u64) -> bool {
         let mut holder = None;
         for level in self.levels() {
-            if level.count_here(hash) > 0 {
+            if level.count(hash) > 0 {
                 if holder.is_some() {
                     // Ambiguous: see the module documentation.
                     self.counters.bump_ambiguous_removes();
@@ -347,13 +605,14 @@ impl CuckooFilter {
                 holder = Some(level);
             }
         }
-        holder.is_some_and(|level| level.remove_here(hash, &level.writer_pin()))
+        holder.is_some_and(|level| level.remove(hash))
     }
 
     /// Puts `level`, rebuilt from a file, above the top level of this
-    /// filter (a first level): it gets the link `build_upper` would have
-    /// given it ([`Upper::loaded`]), the level below takes the leveled
-    /// route, and it is published as `upper_or_publish` does. For a filter
+    /// filter (a first level): a doubling level gets the link `build_upper`
+    /// would have given it ([`Upper::loaded`]), a region level the link
+    /// `build_regions` gave it; the first level takes the leveled route,
+    /// and the level is published as `upper_or_publish` does. For a filter
     /// no other thread sees yet (the loader's).
     ///
     /// # Panics
@@ -362,21 +621,29 @@ impl CuckooFilter {
     /// same time (never, for the loader's filter).
     // Persistence only, which loom builds leave out.
     #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn attach_loaded(&self, mut level: CuckooFilter) {
+    pub(crate) fn attach_loaded(&self, mut level: UpperLevel) {
         let first = self.policy;
-        let top = self.levels().last().unwrap_or(self);
-        level.upper = Upper::loaded(&level.policy, &first);
-        // Acquire: as in `upper_or_publish`. Held for good, as there: the
+        match &mut level {
+            UpperLevel::Doubling(f) => {
+                f.upper = Upper::loaded(f.policy.max_false_positive_rate, &first, true);
+            }
+            UpperLevel::Regions(r) => r.upper = Upper::loaded(r.own_rate(), &first, false),
+        }
+        let top = self.levels().last().unwrap_or(Level::Table(self));
+        let link = match top {
+            Level::Table(f) => &f.upper,
+            Level::Regions(r) => &r.upper,
+        };
+        // Acquire: as in `get_or_publish`. Held for good, as there: the
         // level is never replaced.
-        let claimed = top
-            .upper
+        let claimed = link
             .claim
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .is_ok();
         assert!(claimed, "attach_loaded: the top level is being grown");
         // First the route, then the level (see `Route::get`).
-        top.route.set_leveled();
-        top.upper.publish(level);
+        self.route.set_leveled();
+        link.publish(level);
     }
 
     /// Whether an insert refused with `refusal` by this level's growth goes
@@ -392,49 +659,28 @@ impl CuckooFilter {
 
     /// The level above, published by this call if there was none yet.
     /// `Ok(None)`: another thread is building it; retry.
-    pub(crate) fn upper_or_publish(&self) -> Result<Option<&CuckooFilter>, InsertError> {
-        if let Some(level) = self.upper.get() {
-            return Ok(Some(level));
-        }
-        // Acquire on success: pairs with the Release of a builder that
-        // failed and gave the claim back.
-        if self
-            .upper
-            .claim
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            Backoff::default().snooze();
-            return Ok(None);
-        }
-        if let Some(level) = self.upper.get() {
-            return Ok(Some(level));
-        }
-        match self.build_upper() {
-            #[cfg(loom)]
-            Ok(level) if self.writers.canary == crate::loom_support::Canary::RouteAfterPublish => {
-                // Deliberately broken order, for the loom canary: a thread
-                // that sees the level may insert into it before the route
-                // says that lookups must look there.
-                self.upper.publish(level);
-                self.route.set_leveled();
-                self.counters.bump_growths();
-                Ok(self.upper.get())
-            }
-            Ok(level) => {
+    pub(crate) fn upper_or_publish(&self) -> Result<Option<&UpperLevel>, InsertError> {
+        let published = self.upper.get_or_publish(
+            || self.build_upper(),
+            |upper, level| {
+                #[cfg(loom)]
+                if self.writers.canary == crate::loom_support::Canary::RouteAfterPublish {
+                    // Deliberately broken order, for the loom canary: a
+                    // thread that sees the level may insert into it before
+                    // the route says that lookups must look there.
+                    upper.publish(level);
+                    self.route.set_leveled();
+                    return;
+                }
                 // First the route, then the level (see `Route::get`).
                 self.route.set_leveled();
-                self.upper.publish(level);
-                self.counters.bump_growths();
-                Ok(self.upper.get())
-            }
-            Err(e) => {
-                // Release: a later claimant sees this attempt's effects.
-                self.upper.claim.store(0, Ordering::Release);
-                self.counters.bump_growth_refusals();
-                Err(e)
-            }
+                upper.publish(level);
+            },
+        );
+        if published.is_err() {
+            self.counters.bump_growth_refusals();
         }
+        published
     }
 
     /// Whether this level may double to a bound of `next`: within its own
@@ -457,9 +703,28 @@ impl CuckooFilter {
         self.layout.bound_at(generation)
     }
 
-    /// A new, empty level above this one: sized for this level's items,
-    /// with half of the budget this level leaves, and the memory it leaves.
-    fn build_upper(&self) -> Result<CuckooFilter, InsertError> {
+    /// A new, empty level above this one: a region level (a doubling one
+    /// for a filter built with `doubling_levels`), with half of the budget
+    /// this level leaves, and the memory it leaves.
+    fn build_upper(&self) -> Result<UpperLevel, InsertError> {
+        let table = self.table();
+        let items = (self.slots(table) as f64 * self.layout.sizing_load()) as usize;
+        // This level keeps its table and its resident replaced ones.
+        let held = table.bytes().saturating_add(self.retired_bytes().1);
+        let built = if self.upper.doubling {
+            self.build_doubling(items, held).map(UpperLevel::Doubling)
+        } else {
+            self.upper
+                .build_regions(self.bound(), items, self.policy.max_memory, held)
+        };
+        if built.is_ok() {
+            self.counters.bump_growths();
+        }
+        built
+    }
+
+    /// A doubling 21x3 level for `items` items, as version 3 files hold.
+    fn build_doubling(&self, items: usize, held: usize) -> Result<CuckooFilter, InsertError> {
         let spent_below = self.upper.cap - self.upper.budget;
         let left = self.upper.budget - self.bound();
         let layout = UPPER_LAYOUT;
@@ -474,8 +739,6 @@ impl CuckooFilter {
                 next: spent_below + self.bound() + 2.0 * first,
             });
         }
-        let table = self.table();
-        let items = (self.slots(table) as f64 * self.layout.sizing_load()) as usize;
         let m0 = super::sizing::buckets_for(items, layout).map_err(|_| InsertError::Full)?;
         let Ok(geo) = Geometry::checked(m0, 0, layout.tag_bits(), self.addressing()) else {
             return Err(InsertError::Full);
@@ -484,8 +747,6 @@ impl CuckooFilter {
         let max_memory = match self.policy.max_memory {
             None => None,
             Some(max) => {
-                // This level keeps its table and its resident replaced ones.
-                let held = table.bytes().saturating_add(self.retired_bytes().1);
                 let needed = held.saturating_add(bytes);
                 if needed > max {
                     return Err(self.memory_refusal(max, needed));
@@ -506,7 +767,7 @@ impl CuckooFilter {
             max_memory,
             max_false_positive_rate: own,
         };
-        let upper = Upper::with_budget(left, self.upper.cap, self.upper.cap_memory);
+        let upper = Upper::with_budget(left, self.upper.cap, self.upper.cap_memory, true);
         Ok(CuckooFilter::assemble(
             table,
             layout,
@@ -521,13 +782,7 @@ impl CuckooFilter {
     /// `needed` of the `max` bytes this level may take, as the user sees
     /// it: against the filter's `max_memory`, counting the levels below.
     pub(crate) fn memory_refusal(&self, max: usize, needed: usize) -> InsertError {
-        match self.upper.cap_memory {
-            Some(cap) => InsertError::MemoryLimit {
-                max: cap,
-                needed: needed.saturating_add(cap - max),
-            },
-            None => InsertError::MemoryLimit { max, needed },
-        }
+        self.upper.memory_refusal(max, needed)
     }
 
     /// An insert that this level refused (it may not double again) goes on
@@ -562,9 +817,7 @@ impl CuckooFilter {
             }
         };
         if !unique {
-            return upper
-                .insert_in(|_| hash, false, &upper.writer_pin())
-                .map(Some);
+            return upper.insert(hash).map(Some);
         }
         self.insert_unique_above(t, hash)
     }
@@ -575,10 +828,7 @@ impl CuckooFilter {
     /// into a free slot of the pair or the newest level. `Ok(None)` if the
     /// stripe is sealed (retry).
     fn insert_unique_above(&self, t: &Table, hash: u64) -> Result<Option<bool>, InsertError> {
-        let insert_up = || {
-            let newest = self.newest();
-            newest.insert_here(hash, false, &newest.writer_pin())
-        };
+        let insert_up = || self.insert_newest(hash);
         let has_above = || self.contains_above(hash);
         let decided = super::with_layout!(self, L => crate::raw::ops::insert_unique_beyond::<L>(
             t,

@@ -11,6 +11,7 @@ mod parallel;
 mod pinned;
 #[cfg(all(test, not(loom)))]
 mod progress_tests;
+mod region_level;
 mod sizing;
 pub(crate) mod snapshot;
 mod stats;
@@ -651,18 +652,24 @@ impl CuckooFilter {
     ///
     /// Each doubling spends a tag bit. When one more doubling of the first
     /// table would pass `max_false_positive_rate`, a [`Growth::Double`]
-    /// filter adds a *level* above it instead: a table of 21-bit tags, 3
-    /// per bucket, sized for the keys so far, which doubles online in its
-    /// turn; its false-positive rate may reach half of what the first table
-    /// left under the cap, and when it stops doubling the next level gets
-    /// half of what is left then, so all levels together stay within the
-    /// cap. Inserts go to the newest level; lookups read the newest level
-    /// first and, for a negative answer, every level (two cache lines per
-    /// level; a 16-bit filter reaches about 16,000x its first size at the
-    /// default 1% on two levels). `insert_unique` keeps exactly one winner
-    /// (it decides under the key's first-level bucket-pair stripe and asks
-    /// every level there). A filter that never outgrows its first table
-    /// costs what it did before levels existed.
+    /// filter adds a *level* above it instead: 21-bit tags, 3 per bucket,
+    /// in *regions* of equal size, the first with 0.4 of the room of the
+    /// level below. When a region is full the level adds about a twelfth
+    /// more regions online, moving only the keys of the slots they take
+    /// over (about one copy per key over a level's life), so memory follows
+    /// the keys within about 1.5x of a filter built at the final size. Its
+    /// false-positive rate may reach half of what the first table left
+    /// under the cap, which bounds its regions; when it has them all the
+    /// next level gets half of what is left then, so all levels together
+    /// stay within the cap and growth stops only at memory (or when what is
+    /// left of the cap cannot pay one region). Inserts go to the newest
+    /// level; lookups read the newest level first and, for a negative
+    /// answer, every level (two cache lines per level; a 16-bit filter
+    /// built for 1,000 keys holds 10,000,000 on two levels at the default
+    /// 1%). `insert_unique` keeps exactly one winner (it decides under the
+    /// key's first-level bucket-pair stripe and asks every level there).
+    /// A filter that never outgrows its first table costs what it did
+    /// before levels existed.
     ///
     /// ```
     /// let f = koel::CuckooFilter::with_capacity(1_000);
@@ -842,9 +849,7 @@ impl CuckooFilter {
     /// Items stored: inserts minus removes. Exact when no writer runs
     /// concurrently; otherwise a value the count passed through recently.
     pub fn len(&self) -> usize {
-        self.levels()
-            .map(|l| l.counters.len().max(0) as usize)
-            .sum()
+        self.levels().map(|l| l.len()).sum()
     }
 
     /// Whether [`len`](Self::len) is 0.
@@ -856,11 +861,11 @@ impl CuckooFilter {
     /// the levels of a filter that has grown past its tag bits. The first
     /// [`InsertError::Full`] comes at about 95% of this.
     pub fn capacity(&self) -> usize {
-        self.levels().map(|l| l.slots(l.table())).sum()
+        self.levels().map(|l| l.slots()).sum()
     }
 
     /// Tag slots of table `t`.
-    fn slots(&self, t: &Table) -> usize {
+    pub(crate) fn slots(&self, t: &Table) -> usize {
         t.buckets() * self.layout.lanes() as usize
     }
 
@@ -874,12 +879,7 @@ impl CuckooFilter {
     /// by earlier doublings are not counted: see
     /// [`Stats::retired_bytes`].
     pub fn memory_usage(&self) -> usize {
-        self.levels()
-            .map(|l| {
-                let t = l.table();
-                t.bytes() + t.migration().map_or(0, |m| m.next().bytes() + m.bytes())
-            })
-            .sum()
+        self.levels().map(|l| l.memory()).sum()
     }
 
     /// The name of the algorithm this filter hashes keys with: `"fold"`
@@ -934,11 +934,11 @@ impl CuckooFilter {
     /// one tag bit on addressing); summed over the levels of a filter that
     /// has them.
     pub fn false_positive_rate(&self) -> f64 {
-        self.levels().map(|l| l.level_false_positive_rate()).sum()
+        self.levels().map(|l| l.false_positive_rate()).sum()
     }
 
     /// `false_positive_rate` of this level alone.
-    fn level_false_positive_rate(&self) -> f64 {
+    pub(crate) fn level_false_positive_rate(&self) -> f64 {
         let t = self.table();
         let load = self.counters.len().max(0) as f64 / self.slots(t) as f64;
         self.layout
@@ -970,12 +970,12 @@ impl CuckooFilter {
     pub fn clear(&self) {
         // The levels stay (a lookup may be reading one); they are emptied.
         for level in self.levels() {
-            level.clear_here();
+            level.clear();
         }
     }
 
     /// `clear` of this level alone.
-    fn clear_here(&self) {
+    pub(crate) fn clear_here(&self) {
         let _pin = self.writer_pin();
         loop {
             // A migrating table is finished first, so one table holds all.
@@ -994,7 +994,7 @@ impl CuckooFilter {
     pub fn stats(&self) -> Stats {
         let mut all = self.level_stats();
         for level in self.levels().skip(1) {
-            let s = level.level_stats();
+            let s = level.stats();
             all.len += s.len;
             all.occupied_slots += s.occupied_slots;
             all.capacity += s.capacity;
@@ -1015,6 +1015,9 @@ impl CuckooFilter {
             all.cas_retries += s.cas_retries;
             all.retired_bytes += s.retired_bytes;
             all.retired_resident_bytes += s.retired_resident_bytes;
+            all.regions += s.regions;
+            all.split_slots += s.split_slots;
+            all.region_steps += s.region_steps;
             all.levels += 1;
         }
         all.load_factor = all.len as f64 / all.capacity as f64;
@@ -1022,7 +1025,7 @@ impl CuckooFilter {
     }
 
     /// `stats` of this level alone.
-    fn level_stats(&self) -> Stats {
+    pub(crate) fn level_stats(&self) -> Stats {
         let totals = self.counters.totals();
         let (growths, growth_refusals) = self.counters.growth_events();
         // Every size comes from the one table loaded here.
@@ -1063,6 +1066,9 @@ impl CuckooFilter {
                 retired_bytes,
                 retired_resident_bytes,
                 levels: 1,
+                regions: 0,
+                split_slots: 0,
+                region_steps: 0,
                 ambiguous_removes: self.counters.ambiguous_removes(),
             }
         }
@@ -1090,6 +1096,7 @@ impl fmt::Debug for CuckooFilter {
             .field("capacity", &self.capacity())
             .field("fingerprint_bits", &self.fingerprint_bits())
             .field("tags_per_bucket", &self.tags_per_bucket())
+            .field("levels", &self.levels_count())
             .finish_non_exhaustive()
     }
 }

@@ -129,7 +129,7 @@ impl CuckooFilter {
         if let Some(bucket) = bad {
             return Err(FromPartsError::BadWord { bucket });
         }
-        let upper = super::levels::Upper::first(&policy);
+        let upper = super::levels::Upper::first(&policy, false);
         Ok(CuckooFilter::assemble(
             table, layout, hasher, policy, upper, len,
         ))

@@ -85,6 +85,17 @@ pub struct Stats {
     /// [`CuckooFilter::insert`](crate::CuckooFilter::insert), "Past the
     /// tag bits").
     pub levels: usize,
+    /// Regions of the filter's region levels (0 while it has none): each
+    /// level past the tag bits grows by adding regions, about a twelfth at
+    /// a time (see [`CuckooFilter::insert`](crate::CuckooFilter::insert),
+    /// "Past the tag bits").
+    pub regions: usize,
+    /// Slots of region levels whose keys are in two regions outside a
+    /// step (a move found no room; lookups of them read one more pair).
+    pub split_slots: usize,
+    /// Growth steps of the region levels (each adds regions and moves the
+    /// keys of the slots it gives them).
+    pub region_steps: u64,
     /// Removes that found the key's tag in more than one level and so
     /// removed nothing, to rule out taking another key's only copy (they
     /// answered `true`; the key stays, a false positive).

@@ -371,7 +371,7 @@ impl Saved for CuckooFilter {
     }
 
     fn attach(&self, above: Self) {
-        self.attach_loaded(above);
+        self.attach_loaded(crate::cuckoo::levels::UpperLevel::Doubling(above));
     }
 
     fn payload_len(shape: &Shape) -> u64 {
@@ -456,9 +456,27 @@ impl CuckooFilter {
         // level's snapshot. A level published meanwhile holds only items
         // inserted during the call; it is written only if the level below
         // had it when that level's record began.
+        //
+        // Region levels have no record before format version 4: refuse
+        // before writing anything rather than write a wrong file.
+        if let Some(level) = self
+            .levels()
+            .position(|l| matches!(l, crate::cuckoo::levels::Level::Regions(_)))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                LoadError::InvalidLevel {
+                    level,
+                    reason: "a level of consistent regions has no record before format version 4",
+                },
+            ));
+        }
         let mut level = Some(self);
         while let Some(here) = level {
-            let above = here.upper_level();
+            let above = match here.upper_level() {
+                Some(crate::cuckoo::levels::UpperLevel::Doubling(f)) => Some(f),
+                _ => None,
+            };
             here.write_level(&mut writer, above.is_some())?;
             level = above;
         }

@@ -83,9 +83,6 @@
 //!   bump through an Acquire (the sweep's publication, or the counter): a
 //!   reader whose word load sees the clear re-loads a moved counter.
 
-// The issue-17 engine, not yet wired into the public filter.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use super::bucket::{self, L21x3, Layout};
 use super::counters::Counters;
 use super::geometry::{Addressing, Geometry, Located};
@@ -100,6 +97,7 @@ use std::sync::Arc;
 
 #[cfg(loom)]
 mod broken;
+mod copy;
 mod insert;
 mod step;
 #[cfg(test)]
@@ -236,9 +234,14 @@ impl Pin {
 /// Why an insert was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// The key's region is full and the level may not add regions (its
-    /// limit, or the allocator refused).
+    /// The key's region is full and the level has its most regions.
     Full,
+    /// The key's region is full and the level's byte budget cannot pay
+    /// another region: the level would hold `needed` bytes.
+    Memory { needed: usize },
+    /// The key's region is full and the allocator refused a region of
+    /// `bytes` bytes.
+    Alloc { bytes: usize },
     /// The key's copies fill its pair (see `ops::InsertFailure`).
     Saturated { copies: usize },
 }
@@ -268,6 +271,9 @@ pub(crate) struct Regions {
     /// none). A step leaves a slot split if one did during it.
     failed: Box<[AtomicU32]>,
     max_regions: usize,
+    /// Bytes the level may hold (regions, map and marks): a step that
+    /// cannot pay one region is refused before it allocates.
+    max_bytes: usize,
     counters: Counters,
     /// Tags copied from one region to another (a statistic).
     copies: AtomicU64,
@@ -348,6 +354,7 @@ impl Regions {
             }),
             failed: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
             max_regions,
+            max_bytes: usize::MAX,
             counters: Counters::default(),
             copies: AtomicU64::new(0),
             #[cfg(loom)]
@@ -355,6 +362,23 @@ impl Regions {
             #[cfg(loom)]
             junk_new_regions: false,
         })
+    }
+
+    /// Limits the bytes the level may hold ([`bytes`](Self::bytes)) to
+    /// `max`: a step that cannot pay one more region is refused.
+    pub(crate) fn with_max_bytes(mut self, max: usize) -> Regions {
+        self.max_bytes = max;
+        self
+    }
+
+    /// The most regions the level may have.
+    pub(crate) fn max_regions(&self) -> usize {
+        self.max_regions
+    }
+
+    /// Heap bytes of the level: its regions, its map and its marks.
+    pub(crate) fn bytes(&self) -> usize {
+        self.region_bytes() + self.map_bytes()
     }
 
     /// Region `r`, which some entry or the region count named.
@@ -404,6 +428,19 @@ impl Regions {
                 return false;
             }
         }
+    }
+
+    /// Starts the cache misses of hash `h`'s pair in its slot's region
+    /// (the newest region, `cur`), for a lookup that reads it soon.
+    #[inline]
+    pub(crate) fn prefetch(&self, h: u64) {
+        let (at, slot) = self.locate(h);
+        // Acquire: as in `contains`, so the region the entry names is
+        // published (a prefetch needs its pointer).
+        let e = self.map.load(slot, Ordering::Acquire);
+        let t = self.region(e.cur);
+        t.prefetch(at.i1);
+        t.prefetch(at.i2);
     }
 
     /// Copies of hash `h`'s tag in its pair (a tag in flight between two
@@ -495,7 +532,14 @@ impl Regions {
         self.counters.len()
     }
 
+    /// The level's operation counters.
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
     /// Tags copied from one region to another so far.
+    // Tests only.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn copies(&self) -> u64 {
         // Relaxed: a statistic.
         self.copies.load(Ordering::Relaxed)
@@ -527,17 +571,23 @@ impl Regions {
     /// two buckets of three lanes at the mean load, each lane matching with
     /// probability `R / 2^21` (a region's pair holds about `2^21 / R` tag
     /// values).
+    // Tests only.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn estimated_fpr(&self) -> f64 {
         2.0 * self.occupied() as f64 / self.geo.m0() as f64 / L21x3::MAX_TAG as f64
     }
 
     /// The entry of `slot` (tests).
+    // Tests, loom models and statistics of the lab.
+    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn entry(&self, slot: usize) -> Entry {
         // Relaxed: tests read it between operations.
         self.map.load(slot, Ordering::Relaxed)
     }
 
     /// The slot and region of hash `h` (tests).
+    // Tests only.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn slot_of_hash(&self, h: u64) -> (usize, Located) {
         let (at, slot) = self.locate(h);
         (slot, at)

@@ -58,8 +58,17 @@ impl Table {
     pub(crate) fn for_region(geo: Geometry, pin: Pin) -> Result<Table, AllocError> {
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
-        let stripes = (buckets / 64).next_power_of_two().clamp(2, MAX_STRIPES);
-        Self::with_stripes(geo, stripes, Some(pin))
+        Self::with_stripes(geo, Self::region_stripes_for(buckets), Some(pin))
+    }
+
+    /// Stripes of a region of `buckets` buckets: one per 64.
+    fn region_stripes_for(buckets: usize) -> usize {
+        (buckets / 64).next_power_of_two().clamp(2, MAX_STRIPES)
+    }
+
+    /// Heap bytes a region of `buckets` buckets takes ([`for_region`](Self::for_region)).
+    pub(crate) fn bytes_for_region(buckets: usize) -> usize {
+        buckets.saturating_add(Self::region_stripes_for(buckets)) * std::mem::size_of::<u64>()
     }
 
     fn with_stripes(

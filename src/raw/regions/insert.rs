@@ -77,10 +77,8 @@ impl Regions {
                         // (the failed claim saw its end) may have made
                         // room: refuse only when a second look, after the
                         // claim, finds none either.
-                        Err(NoStep::Refused) if refused == Some(before) => {
-                            return Err(Refused::Full)
-                        }
-                        Err(NoStep::Refused) => refused = Some(before),
+                        Err(no) if refused == Some(before) => return Err(no.refusal()),
+                        Err(_) => refused = Some(before),
                     }
                     continue;
                 }

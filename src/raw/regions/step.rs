@@ -3,7 +3,9 @@
 //! help with.
 
 use super::insert::Hopped;
-use super::{new_region, slot_of, Entry, Regions, SlotMap, CHUNK, JOINING, SLOTS, STEP_DIVISOR};
+use super::{
+    new_region, slot_of, Entry, Refused, Regions, SlotMap, CHUNK, JOINING, SLOTS, STEP_DIVISOR,
+};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
@@ -16,8 +18,24 @@ use crate::sync::{fence, AtomicUsize, Backoff, Ordering};
 pub(super) enum NoStep {
     /// Another thread runs a step.
     Running,
-    /// The level has its most regions, or the allocator refused.
+    /// The level has its most regions.
     Refused,
+    /// The level's byte budget cannot pay one more region: it would hold
+    /// `needed` bytes.
+    Memory { needed: usize },
+    /// The allocator refused a region of `bytes` bytes.
+    Alloc { bytes: usize },
+}
+
+impl NoStep {
+    /// The refusal an insert that needed this step answers.
+    pub(super) fn refusal(self) -> Refused {
+        match self {
+            NoStep::Running | NoStep::Refused => Refused::Full,
+            NoStep::Memory { needed } => Refused::Memory { needed },
+            NoStep::Alloc { bytes } => Refused::Alloc { bytes },
+        }
+    }
 }
 
 /// The running step's sweep: its old buckets, in chunks.
@@ -69,8 +87,25 @@ impl Regions {
         // Relaxed: only claimants write the count, and this one holds the
         // claim (the Acquire above ordered it after the last write).
         let old = self.count.load(Ordering::Relaxed);
-        let k = (old / STEP_DIVISOR).max(1).min(self.max_regions - old);
+        let mut k = (old / STEP_DIVISOR).max(1).min(self.max_regions - old);
+        if k > 0 {
+            // The byte budget, checked before anything is allocated: the
+            // step shrinks to what it can pay, and is refused if that is
+            // not even one region.
+            let per = self.region(0).bytes();
+            let held = self.bytes();
+            let affordable = self.max_bytes.saturating_sub(held) / per;
+            if affordable == 0 {
+                // Release: as in `end_step`.
+                self.claim.store(0, Ordering::Release);
+                return Err(NoStep::Memory {
+                    needed: held.saturating_add(per),
+                });
+            }
+            k = k.min(affordable);
+        }
         let mut added = Vec::new();
+        let mut refused_bytes = None;
         for r in old..old + k {
             let made = new_region(
                 self.geo,
@@ -85,13 +120,19 @@ impl Regions {
                     self.fill_if_junk(&t);
                     added.push(t)
                 }
-                Err(_) => break,
+                Err(e) => {
+                    refused_bytes = Some(e.bytes);
+                    break;
+                }
             }
         }
         if added.is_empty() {
             // Release: as in `end_step`.
             self.claim.store(0, Ordering::Release);
-            return Err(NoStep::Refused);
+            return Err(match refused_bytes {
+                Some(bytes) => NoStep::Alloc { bytes },
+                None => NoStep::Refused,
+            });
         }
         let k = added.len();
         for (r, t) in (old..).zip(added) {
@@ -303,6 +344,8 @@ impl Regions {
     /// Runs the running step's remaining chunks on this thread (for tests
     /// and a caller that must not leave a step open), then waits for its
     /// end.
+    // Tests, loom models and statistics of the lab.
+    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn finish_step(&self) {
         let mut backoff = Backoff::default();
         // Acquire: as in `claim_step`.
@@ -315,6 +358,8 @@ impl Regions {
 
     /// Begins a step now (whether or not a region is full); `false` if one
     /// is running or the level may not grow.
+    // Tests, loom models and statistics of the lab.
+    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn grow(&self) -> bool {
         self.begin_step().is_ok()
     }

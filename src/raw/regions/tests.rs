@@ -17,7 +17,7 @@ use std::time::Duration;
 const M0: u64 = 9260;
 
 /// The `i`th key of stream `seed` (SplitMix64's output function).
-fn key(seed: u64, i: u64) -> u64 {
+pub(super) fn key(seed: u64, i: u64) -> u64 {
     let mut z = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
