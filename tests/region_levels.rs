@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{stress_threads, Keys};
+use common::{readers_never_miss_acknowledged_keys, stress_threads, Keys};
 use koel::{CuckooFilter, InsertError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::thread;
@@ -37,49 +37,11 @@ fn readers_never_miss_a_key_across_steps_and_level_changes() {
     let writers = 2;
     let readers = (stress_threads() - writers).max(1);
     let per_writer = 100_000u64;
-    let acked: Vec<AtomicU64> = (0..writers).map(|_| AtomicU64::new(0)).collect();
-    let done = AtomicBool::new(false);
-    let checks = AtomicU64::new(0);
-    thread::scope(|s| {
-        for w in 0..writers {
-            let (f, acked) = (&f, &acked);
-            s.spawn(move || {
-                for i in 0..per_writer {
-                    f.insert(&key(w, i)).unwrap();
-                    acked[w].store(i + 1, Ordering::Release);
-                }
-            });
-        }
-        for r in 0..readers {
-            let (f, acked, done, checks) = (&f, &acked, &done, &checks);
-            s.spawn(move || {
-                let mut probe = r as u64;
-                while !done.load(Ordering::Relaxed) {
-                    for (w, a) in acked.iter().enumerate() {
-                        let n = a.load(Ordering::Acquire);
-                        if n == 0 {
-                            continue;
-                        }
-                        for i in [n - 1, probe % n] {
-                            assert!(f.contains(&key(w, i)), "writer {w} key {i} missed");
-                            checks.fetch_add(1, Ordering::Relaxed);
-                        }
-                        probe = probe.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    }
-                }
-            });
-        }
-        s.spawn(|| {
-            while acked.iter().any(|a| a.load(Ordering::Acquire) < per_writer) {
-                thread::yield_now();
-            }
-            done.store(true, Ordering::Relaxed);
-        });
-    });
+    let checks = readers_never_miss_acknowledged_keys(&f, writers, readers, per_writer, key);
     let s = f.stats();
     assert!(s.levels >= 3, "the run crossed no level change: {s:?}");
     assert!(s.region_steps >= 20, "{s:?}");
-    assert!(checks.load(Ordering::Relaxed) > 1000);
+    assert!(checks > 1000);
     assert_eq!(f.len(), writers * per_writer as usize);
     for w in 0..writers {
         assert!((0..per_writer).all(|i| f.contains(&key(w, i))));

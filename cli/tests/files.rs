@@ -427,10 +427,13 @@ fn info_verify_and_query_read_a_filter_with_levels() {
     use koel::Filter;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("levels.koel");
+    // Doubling levels: files hold region levels only from format version
+    // 4 on.
     let f = koel::CuckooFilter::builder()
         .capacity(100)
         .max_false_positive_rate(1.5e-4)
         .seed(17)
+        .doubling_levels()
         .build()
         .unwrap();
     let mut n = 0u32;

@@ -6,8 +6,11 @@
 //! `max_false_positive_rate` of [`CAP`]: level 0's bound at full load is
 //! about 1.16e-4 and a doubling would make it 2.32e-4, so level 0 never
 //! doubles; the level above may spend half of what is left, 1.7e-5, more
-//! than the 2.6e-6 of a first 21-bit table, so it can be built. Under loom
-//! it has 6 buckets of three 21-bit tags (`buckets_for(15)`).
+//! than the 2.6e-6 of a first 21-bit table, so it can be built. The level
+//! is a region level (what every filter builds now; under loom one region
+//! of 4 buckets of three 21-bit tags, a map of 4 slots, at most 4 regions)
+//! or, with [`Kind::Doubling`], the doubling 21x3 table that version 3
+//! files hold (6 buckets, `buckets_for(15)`); every model runs on both.
 //!
 //! The pre-fill ([`PairFull`]) fills buckets 0 and 1 with keys of pair
 //! `{0,1}`, so a key of that pair finds no room and no displacement path
@@ -33,17 +36,32 @@ use std::sync::Arc as StdArc;
 /// documentation).
 const CAP: f64 = 1.5e-4;
 
+/// The kind of level the models' filter builds above level 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A region level (`cuckoo/region_level.rs`), as every filter builds.
+    Regions,
+    /// A doubling 21x3 level, as loaded from version 3 files.
+    Doubling,
+}
+
+const KINDS: [Kind; 2] = [Kind::Regions, Kind::Doubling];
+
 /// The models' filter with the [`CAP`] that makes it go up instead of
-/// doubling.
-fn leveled_filter(canary: Canary) -> CuckooFilter {
-    CuckooFilter::builder()
+/// doubling, building levels of `kind`.
+fn leveled_filter(canary: Canary, kind: Kind) -> CuckooFilter {
+    let b = CuckooFilter::builder()
         .capacity(4)
         .fingerprint_bits(BITS)
         .seed(0)
         .max_false_positive_rate(CAP)
-        .canary(canary)
-        .build()
-        .expect("tiny filter")
+        .canary(canary);
+    match kind {
+        Kind::Regions => b,
+        Kind::Doubling => b.doubling_levels(),
+    }
+    .build()
+    .expect("tiny filter")
 }
 
 /// Level 0 with its buckets 0 and 1 full of pair-`{0,1}` keys.
@@ -106,10 +124,10 @@ enum Publication {
 /// the searches, the growth is refused and the level is published, and
 /// `ops::insert_unique_beyond` takes the stripe again, asks the levels
 /// above, and inserts there.
-fn unique_across_publication(name: &str, canary: Canary, publication: Publication) {
+fn unique_across_publication(name: &str, canary: Canary, publication: Publication, kind: Kind) {
     let l = PairFull::new(2);
     model(name, move || {
-        let f = Arc::new(leveled_filter(canary));
+        let f = Arc::new(leveled_filter(canary, kind));
         l.prefill(&f)?;
         let (opener, key) = (l.fresh[0], l.fresh[1]);
         let before = if publication == Publication::Before {
@@ -158,15 +176,18 @@ fn unique_across_publication(name: &str, canary: Canary, publication: Publicatio
 
 #[test]
 fn insert_unique_one_winner_across_level_publication() {
-    for (name, publication) in [
-        ("published by the racers", Publication::ByTheRacers),
-        ("published before", Publication::Before),
-    ] {
-        unique_across_publication(
-            &format!("insert_unique_one_winner_across_level_publication ({name})"),
-            Canary::None,
-            publication,
-        );
+    for kind in KINDS {
+        for (name, publication) in [
+            ("published by the racers", Publication::ByTheRacers),
+            ("published before", Publication::Before),
+        ] {
+            unique_across_publication(
+                &format!("insert_unique_one_winner_across_level_publication ({name}, {kind:?})"),
+                Canary::None,
+                publication,
+                kind,
+            );
+        }
     }
 }
 
@@ -200,12 +221,12 @@ enum Publisher {
 /// executions at a bound of 2 and never reached it.
 ///
 /// Returns whether some execution's reader saw the flag set.
-fn reader_during_publication(name: &str, canary: Canary, publisher: Publisher) -> bool {
+fn reader_during_publication(name: &str, canary: Canary, publisher: Publisher, kind: Kind) -> bool {
     let l = PairFull::new(2);
     let reached = StdArc::new(StdAtomicBool::new(false));
     let waited_once = reached.clone();
     model(name, move || {
-        let f = Arc::new(leveled_filter(canary));
+        let f = Arc::new(leveled_filter(canary, kind));
         l.prefill(&f)?;
         let (x, y, p) = (l.fresh[0], l.fresh[1], l.present[0]);
         let flag = Arc::new(AtomicBool::new(false));
@@ -262,26 +283,30 @@ fn reader_during_publication(name: &str, canary: Canary, publisher: Publisher) -
 
 #[test]
 fn contains_sees_a_key_inserted_into_a_new_level() {
-    for (name, publisher) in [
-        ("the writer publishes", Publisher::Writer),
-        ("either inserter publishes", Publisher::Either),
-    ] {
-        let waited = reader_during_publication(
-            &format!("contains_sees_a_key_inserted_into_a_new_level ({name})"),
-            Canary::None,
-            publisher,
-        );
-        assert!(
-            waited,
-            "{name}: no reader saw the flag: the model tests nothing"
-        );
+    for kind in KINDS {
+        for (name, publisher) in [
+            ("the writer publishes", Publisher::Writer),
+            ("either inserter publishes", Publisher::Either),
+        ] {
+            let waited = reader_during_publication(
+                &format!("contains_sees_a_key_inserted_into_a_new_level ({name}, {kind:?})"),
+                Canary::None,
+                publisher,
+                kind,
+            );
+            assert!(
+                waited,
+                "{name}, {kind:?}: no reader saw the flag: the model tests nothing"
+            );
+        }
     }
 }
 
 // Asking the levels above before taking the stripe, not under it, fails
-// model 10: "canary_unchecked_upper (published by the racers): 34880 of
-// 45780 executions failed; first (execution 19): insert_unique winners: 2
-// (spawned Ok(true), main Ok(true))". Both calls asked the level above
+// model 10, with a region level: "canary_unchecked_upper (published by
+// the racers): 63053 of 78488 executions failed; first (execution 94):
+// insert_unique winners: 2 (spawned Ok(true), main Ok(true))" (with a
+// doubling level: 34880 of 45780, first at execution 19). Both calls asked the level above
 // before either had inserted there, then took the stripe in turn, found
 // level 0's pair still full, and each put its own copy above. (With the
 // level published before the race: "30 of 82 executions failed; first
@@ -293,14 +318,16 @@ fn canary_unchecked_upper() {
         "canary_unchecked_upper (published by the racers)",
         Canary::UncheckedUpper,
         Publication::ByTheRacers,
+        Kind::Regions,
     );
 }
 
 // Setting the route after publishing the level fails model 11 when
-// another thread publishes:
-// "canary_route_after_publish: 111 of 6952 executions failed; first
-// (execution 1218): false negative: contains(x) missed a key inserted into
-// the new level before the flag the reader saw". The main thread published
+// another thread publishes, with a region level:
+// "canary_route_after_publish: 153 of 17343 executions failed; first
+// (execution 1073): false negative: contains(x) missed a key inserted into
+// the new level before the flag the reader saw" (with a doubling level,
+// before region levels: 111 of 6952, first at execution 1218). The main thread published
 // the level and stopped before setting the route; the writer saw the
 // level (Acquire), inserted x into it and set the flag; the reader saw the
 // flag, but nothing ordered the route's store before its load, so it read
@@ -316,5 +343,6 @@ fn canary_route_after_publish() {
         "canary_route_after_publish",
         Canary::RouteAfterPublish,
         Publisher::Either,
+        Kind::Regions,
     );
 }

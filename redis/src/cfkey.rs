@@ -69,7 +69,12 @@ impl CfKey {
         if let Some(seed) = seed {
             b = b.seed(seed);
         }
-        let filter = b.build().map_err(|e| e.to_string())?;
+        // Levels past the tag bits double, as version 3 files hold them:
+        // koel saves region levels only from format version 4 on, and
+        // RDB and AOF saves must hold every key (a region level's steps
+        // would also run on across commands, which `write` would have to
+        // finish for a replica loaded from a save to match its primary).
+        let filter = b.doubling_levels().build().map_err(|e| e.to_string())?;
         Ok(CfKey {
             filter,
             options,
@@ -141,7 +146,9 @@ impl CfKey {
         };
         let deleted = f.u64()?;
         f.end()?;
-        let filter = CuckooFilter::read_from(&mut payload).map_err(|e| e.to_string())?;
+        let mut filter = CuckooFilter::read_from(&mut payload).map_err(|e| e.to_string())?;
+        // As in `create`: the levels it adds double.
+        filter.use_doubling_levels();
         if !payload.is_empty() {
             return Err("bytes after the filter".into());
         }

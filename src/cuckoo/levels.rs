@@ -487,6 +487,18 @@ impl CuckooFilter {
         self.upper.get()
     }
 
+    /// From now on, levels this filter adds past its tag bits are
+    /// doubling 21x3 tables, as version 3 files hold them (as
+    /// [`CuckooFilterBuilder::doubling_levels`](super::CuckooFilterBuilder::doubling_levels),
+    /// for a loaded filter; levels it has keep their kind). For callers
+    /// that must save every filter until format version 4 can hold region
+    /// levels (the CLI, the Redis module). Hidden, not a stable API: it
+    /// goes once version 4 lands.
+    #[doc(hidden)]
+    pub fn use_doubling_levels(&mut self) {
+        self.upper.doubling = true;
+    }
+
     /// Number of levels (1 for a filter that never outgrew its first
     /// table's tag bits).
     pub fn levels_count(&self) -> usize {

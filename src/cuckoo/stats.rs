@@ -37,7 +37,9 @@ pub struct Stats {
     pub tags_per_bucket: u32,
     /// Table generation: how many times it has doubled.
     pub generation: u32,
-    /// Expected false-positive rate at the current load and generation.
+    /// Expected false-positive rate at the current load and generation
+    /// (a region level's: two buckets of three 21-bit tags at its load,
+    /// each tag taken for another with probability `regions / 2^21`).
     pub false_positive_rate: f64,
     /// The bound all levels together stay within (default 1e-2: the first
     /// table's doublings stop at 64x with 16-bit
@@ -81,7 +83,7 @@ pub struct Stats {
     /// under 4 MiB), version stripes and migration state stay resident.
     pub retired_resident_bytes: usize,
     /// Levels: 1 until the first table may not double again, then one more
-    /// each time the newest level stops doubling (see
+    /// each time the newest level may grow no further (see
     /// [`CuckooFilter::insert`](crate::CuckooFilter::insert), "Past the
     /// tag bits").
     pub levels: usize,

@@ -54,3 +54,60 @@ pub fn stress_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     (cores * 3).max(6)
 }
+
+/// `writers` threads insert `per_writer` keys each (`key(w, i)`) while
+/// `readers` threads look up, over and over, the newest and a random
+/// earlier key of each writer whose insert has returned, asserting each is
+/// found. Returns the number of lookups checked.
+pub fn readers_never_miss_acknowledged_keys(
+    f: &CuckooFilter,
+    writers: usize,
+    readers: usize,
+    per_writer: u64,
+    key: impl Fn(usize, u64) -> u64 + Sync,
+) -> u64 {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let acked: Vec<AtomicU64> = (0..writers).map(|_| AtomicU64::new(0)).collect();
+    let done = AtomicBool::new(false);
+    let checks = AtomicU64::new(0);
+    let key = &key;
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let acked = &acked;
+            s.spawn(move || {
+                for i in 0..per_writer {
+                    f.insert(&key(w, i)).unwrap();
+                    // Release: pairs with the readers' Acquire load.
+                    acked[w].store(i + 1, Ordering::Release);
+                }
+            });
+        }
+        for r in 0..readers {
+            let (acked, done, checks) = (&acked, &done, &checks);
+            s.spawn(move || {
+                let mut probe = r as u64;
+                while !done.load(Ordering::Relaxed) {
+                    for (w, a) in acked.iter().enumerate() {
+                        let n = a.load(Ordering::Acquire);
+                        if n == 0 {
+                            continue;
+                        }
+                        // The newest acknowledged key and an older one.
+                        for i in [n - 1, probe % n] {
+                            assert!(f.contains(&key(w, i)), "writer {w} key {i} missed");
+                            checks.fetch_add(1, Ordering::Relaxed);
+                        }
+                        probe = probe.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            while acked.iter().any(|a| a.load(Ordering::Acquire) < per_writer) {
+                std::thread::yield_now();
+            }
+            done.store(true, Ordering::Relaxed);
+        });
+    });
+    checks.load(Ordering::Relaxed)
+}

@@ -1,11 +1,14 @@
 //! Whole-level operations that must see no step: `clear` and a
 //! consistent copy (`Clone` of a filter with a region level).
 
-use super::{new_region, Regions, SLOTS};
+use super::step::Plan;
+use super::{new_region, Entry, Regions, JOINING, MAX_REGIONS, SLOTS};
+#[cfg(loom)]
+use crate::loom_support::RegionCanary;
 use crate::memory::AllocError;
 use crate::raw::bucket::{self, L21x3};
 use crate::raw::ops;
-use crate::sync::{Backoff, Ordering};
+use crate::sync::{Backoff, Mutex, Ordering};
 
 /// The step claim, held by a whole-level operation: no step begins (and
 /// none runs) until it drops.
@@ -52,81 +55,214 @@ impl Regions {
         self.counters.reset_len();
     }
 
-    /// A copy of the level: the step claim (a running step helped to its
-    /// end), then every region's stripes, lowest region first (the hops'
-    /// lock order), then the map and the words. Removes and hops are
-    /// excluded while it copies; a plain insert racing it may or may not
-    /// be in the copy, as for a table's snapshot.
-    pub(crate) fn try_clone(&self) -> Result<Regions, AllocError> {
+    /// Runs `f` on the level frozen: the step claim (a running step helped
+    /// to its end), then every region's stripes, lowest region first (the
+    /// hops' lock order). Removes, hops and steps are excluded while `f`
+    /// runs; a plain insert racing it may or may not be seen, as for a
+    /// table's snapshot. For a consistent copy, and for saving.
+    pub(crate) fn with_frozen<R>(&self, f: impl FnOnce(&Frozen<'_>) -> R) -> R {
         let _held = self.hold_steps();
-        let count = self.regions();
-        let copy = Regions::build(
-            self.geo.m0(),
-            self.max_regions,
-            #[cfg(loom)]
-            self.canary,
-        )?
-        .with_max_bytes(self.max_bytes);
-        for r in 1..count {
-            let t = new_region(
-                copy.geo,
-                &copy.map,
-                r,
-                #[cfg(loom)]
-                self.canary,
-            )?;
-            // Relaxed: the copy is not shared yet; publishing the filter
-            // orders these stores.
-            copy.tables[r].store(Box::into_raw(Box::new(t)), Ordering::Relaxed);
-        }
-        copy.count.store(count, Ordering::Relaxed);
-        let _all: Vec<_> = (0..count)
+        let regions = self.regions();
+        let _all: Vec<_> = (0..regions)
             .map(|r| ops::hold_all(self.region(r)).expect("regions are never sealed"))
             .collect();
-        let mut items = 0;
-        for r in 0..count {
-            for (src, dst) in self.region(r).words().iter().zip(copy.region(r).words()) {
-                // Relaxed: the stripes held (Acquire) order every hop and
-                // remove before this load; a racing plain insert may or
-                // may not be seen.
-                let w = src.load(Ordering::Relaxed);
-                dst.store(w, Ordering::Relaxed);
-                items += bucket::occupied::<L21x3>(w) as usize;
+        f(&Frozen {
+            level: self,
+            regions,
+        })
+    }
+
+    /// A copy of the level, taken frozen ([`with_frozen`](Self::with_frozen)).
+    pub(crate) fn try_clone(&self) -> Result<Regions, AllocError> {
+        self.with_frozen(|frozen| {
+            let copy = Regions::with_regions(
+                self.geo.m0(),
+                self.max_regions,
+                frozen.regions,
+                #[cfg(loom)]
+                self.canary,
+            )?
+            .with_max_bytes(self.max_bytes);
+            let mut items = 0;
+            for r in 0..frozen.regions {
+                for (src, dst) in frozen.words(r).iter().zip(copy.region(r).words()) {
+                    // Relaxed: the stripes held (Acquire) order every hop and
+                    // remove before this load; `copy` is not shared yet.
+                    let w = src.load(Ordering::Relaxed);
+                    dst.store(w, Ordering::Relaxed);
+                    items += bucket::occupied::<L21x3>(w) as usize;
+                }
+            }
+            for slot in 0..SLOTS {
+                // Relaxed: the copy is not shared yet.
+                copy.map
+                    .at(slot)
+                    .store(frozen.entry(slot), Ordering::Relaxed);
+                let f = self.failed[slot].load(Ordering::Relaxed);
+                copy.failed[slot].store(f, Ordering::Relaxed);
+            }
+            copy.plan
+                .lock()
+                .expect("no step panics holding the plan")
+                .slots
+                .clone_from(
+                    &self
+                        .plan
+                        .lock()
+                        .expect("no step panics holding the plan")
+                        .slots,
+                );
+            // Relaxed, all: state of the unshared copy, and statistics.
+            copy.step
+                .store(self.step.load(Ordering::Relaxed), Ordering::Relaxed);
+            copy.copies
+                .store(self.copies.load(Ordering::Relaxed), Ordering::Relaxed);
+            copy.counters.set_len(items as i64);
+            Ok(copy)
+        })
+    }
+
+    /// A level of `regions` zeroed regions of `m0` buckets (its map names
+    /// region 0 for every slot): for a copy or a loader to fill.
+    fn with_regions(
+        m0: u64,
+        max_regions: usize,
+        regions: usize,
+        #[cfg(loom)] canary: RegionCanary,
+    ) -> Result<Regions, AllocError> {
+        let level = Regions::build(
+            m0,
+            max_regions,
+            #[cfg(loom)]
+            canary,
+        )?;
+        for r in 1..regions {
+            let t = new_region(
+                level.geo,
+                &level.map,
+                r,
+                #[cfg(loom)]
+                canary,
+            )?;
+            // Relaxed: the level is not shared yet; publishing it orders
+            // these stores.
+            level.tables[r].store(Box::into_raw(Box::new(t)), Ordering::Relaxed);
+        }
+        level.count.store(regions, Ordering::Relaxed);
+        Ok(level)
+    }
+
+    /// A level rebuilt from saved parts (format version 4): `regions`
+    /// regions of `m0` buckets, its map's [`SLOTS`] entries as
+    /// [`Frozen::entry`] gave them, and `fill(r, bytes)` writing region
+    /// `r`'s saved words (little-endian) into its zeroed bytes. Checks
+    /// that the counts fit and that every entry names regions below
+    /// `regions`, before it allocates; the words are the caller's to
+    /// check. Its length is its occupied lanes.
+    // Persistence (task P) only, not yet called.
+    #[allow(dead_code)]
+    pub(crate) fn from_saved<E>(
+        m0: u64,
+        max_regions: usize,
+        regions: usize,
+        entries: &[u32],
+        mut fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
+    ) -> Result<Result<Regions, E>, SavedRegionsError> {
+        if !(1..=MAX_REGIONS).contains(&max_regions) || !(1..=max_regions).contains(&regions) {
+            return Err(SavedRegionsError::Regions);
+        }
+        if entries.len() != SLOTS {
+            return Err(SavedRegionsError::Map);
+        }
+        if entries.iter().any(|&v| {
+            let e = Entry::unpack(v);
+            v & JOINING != 0 || e.cur >= regions || e.prev >= regions
+        }) {
+            return Err(SavedRegionsError::Map);
+        }
+        let mut level = Regions::with_regions(
+            m0,
+            max_regions,
+            regions,
+            #[cfg(loom)]
+            RegionCanary::None,
+        )
+        .map_err(|e| SavedRegionsError::Alloc { bytes: e.bytes })?;
+        for r in 0..regions {
+            // SAFETY: the pointer came from `Box::into_raw` in
+            // `with_regions` and `&mut level` means nothing else borrows it.
+            let t = unsafe { &mut *level.tables[r].load(Ordering::Relaxed) };
+            if let Err(e) = fill(r, t.words_as_bytes_mut()) {
+                return Ok(Err(e));
             }
         }
-        for slot in 0..SLOTS {
-            // Relaxed: no step runs (the claim), and stale inserts' splits
-            // are inserts racing the copy.
-            let v = self.map.at(slot).load(Ordering::Relaxed);
-            copy.map.at(slot).store(v, Ordering::Relaxed);
-            let f = self.failed[slot].load(Ordering::Relaxed);
-            copy.failed[slot].store(f, Ordering::Relaxed);
+        let mut slots = vec![Vec::new(); regions];
+        for (slot, &v) in entries.iter().enumerate() {
+            // Relaxed: the level is not shared yet.
+            level.map.at(slot).store(v, Ordering::Relaxed);
+            slots[Entry::unpack(v).cur].push(slot as u16);
         }
-        copy.plan
-            .lock()
-            .expect("no step panics holding the plan")
-            .slots
-            .clone_from(
-                &self
-                    .plan
-                    .lock()
-                    .expect("no step panics holding the plan")
-                    .slots,
-            );
-        // Relaxed, all: statistics and state of the unshared copy.
-        copy.step
-            .store(self.step.load(Ordering::Relaxed), Ordering::Relaxed);
-        copy.copies
-            .store(self.copies.load(Ordering::Relaxed), Ordering::Relaxed);
-        copy.counters.set_len(items as i64);
-        Ok(copy)
+        level.plan = Mutex::new(Plan { slots });
+        level.counters.set_len(level.occupied() as i64);
+        Ok(Ok(level))
+    }
+}
+
+/// Why saved parts of a region level do not make one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Persistence (task P) only, not yet called.
+#[allow(dead_code)]
+pub(crate) enum SavedRegionsError {
+    /// The region count or limit is 0, or above `MAX_REGIONS`, or the
+    /// count above the limit.
+    Regions,
+    /// The map is not `SLOTS` entries each naming regions below the count
+    /// (or one is marked joining, which no frozen level holds).
+    Map,
+    /// The allocator refused `bytes`.
+    Alloc { bytes: usize },
+}
+
+/// A level frozen by [`Regions::with_frozen`]: what a copy or a save reads.
+pub(crate) struct Frozen<'a> {
+    level: &'a Regions,
+    regions: usize,
+}
+
+impl Frozen<'_> {
+    /// Regions of the level.
+    // Persistence (task P) only, outside `try_clone`.
+    #[allow(dead_code)]
+    pub(crate) fn regions(&self) -> usize {
+        self.regions
+    }
+
+    /// Buckets per region.
+    #[allow(dead_code)]
+    pub(crate) fn m0(&self) -> u64 {
+        self.level.geo.m0()
+    }
+
+    /// The entry of `slot`, as saved (`cur | prev << 16`; never joining:
+    /// no step runs).
+    pub(crate) fn entry(&self, slot: usize) -> u32 {
+        // Relaxed: no step runs (the claim); a stale insert's split is an
+        // insert racing the freeze.
+        self.level.map.at(slot).load(Ordering::Relaxed)
+    }
+
+    /// Region `r`'s words.
+    pub(crate) fn words(&self, r: usize) -> &[crate::sync::AtomicU64] {
+        self.level.region(r).words()
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::Regions;
+    use super::super::{Regions, SLOTS};
+    use super::SavedRegionsError;
     use crate::raw::regions::tests::key;
+    use crate::sync::Ordering;
 
     fn keys(seed: u64) -> impl Iterator<Item = u64> {
         (0..).map(move |i| key(seed, i))
@@ -163,5 +299,45 @@ mod tests {
             r.insert(k).unwrap();
         }
         assert!(ks.iter().all(|&k| r.contains(k)));
+    }
+
+    #[test]
+    fn a_frozen_level_rebuilt_from_its_parts_finds_every_key() {
+        let r = Regions::new(64, 64).unwrap();
+        let ks: Vec<u64> = keys(7).take(3_000).collect();
+        for &k in &ks {
+            r.insert(k).unwrap();
+        }
+        let (regions, entries, words) = r.with_frozen(|f| {
+            let entries: Vec<u32> = (0..SLOTS).map(|s| f.entry(s)).collect();
+            let words: Vec<Vec<u8>> = (0..f.regions())
+                .map(|i| {
+                    f.words(i)
+                        .iter()
+                        .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+                        .collect()
+                })
+                .collect();
+            (f.regions(), entries, words)
+        });
+        let back = Regions::from_saved(64, 64, regions, &entries, |i, bytes| {
+            bytes.copy_from_slice(&words[i]);
+            Ok::<(), ()>(())
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!((back.regions(), back.len()), (regions, 3_000));
+        assert!(ks.iter().all(|&k| back.contains(k)));
+        for k in keys(8).take(3_000) {
+            back.insert(k).unwrap();
+        }
+        assert!(back.regions() > regions);
+        assert!(ks.iter().all(|&k| back.contains(k)));
+        let mut bad = entries.clone();
+        bad[5] = regions as u32;
+        let refused = Regions::from_saved(64, 64, regions, &bad, |_, _| Ok::<(), ()>(()));
+        assert_eq!(refused.err(), Some(SavedRegionsError::Map));
+        let refused = Regions::from_saved(64, 4, regions, &entries, |_, _| Ok::<(), ()>(()));
+        assert_eq!(refused.err(), Some(SavedRegionsError::Regions));
     }
 }
