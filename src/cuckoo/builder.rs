@@ -124,8 +124,8 @@ impl CuckooFilterBuilder {
     /// together: its tables, the replaced tables still resident (see
     /// [`Stats::retired_resident_bytes`](crate::Stats::retired_resident_bytes)),
     /// and while a table doubles the old and the new table and the
-    /// migration's state. A doubling or a new level that would pass it is
-    /// refused with
+    /// migration's state. A doubling, a new level or a region level's
+    /// growth step that would pass it is refused with
     /// [`InsertError::MemoryLimit`](crate::InsertError::MemoryLimit).
     pub fn max_memory(mut self, bytes: usize) -> Self {
         self.policy.max_memory = Some(bytes);
