@@ -5,7 +5,9 @@
 //! (`memory_bytes * 8 / len`, against 16.87 for a 16-bit filter built at
 //! that size), the FPR measured over 1M absent keys against the filter's
 //! estimate and its cap, the cache lines a lookup of an absent key reads
-//! (two per level), and the insert time of the last stretch.
+//! (two per level), the insert time of the last stretch, and the time of a
+//! lookup of a present key (up to 1M of them, spread over all inserted)
+//! and of an absent one.
 //!
 //! ```text
 //! cargo run --release -p koel-lab --example region_growth -- 1000 10000 [doubling]
@@ -34,9 +36,9 @@ fn main() {
     let key = |i: u64| splitmix64::at(0x243F_6A88_85A3_08D3, i);
     let absent = |i: u64| splitmix64::at(0x1319_8A2E_0370_7344, i);
     println!(
-        "| keys | growth | levels | regions | split | bits/key | x right-sized | FPR measured | FPR estimate | lines/lookup | insert ns/key |"
+        "| keys | growth | levels | regions | split | bits/key | x right-sized | FPR measured | FPR estimate | lines/lookup | insert ns/key | present ns | absent ns |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let (mut inserted, mut target) = (0u64, 10 * n);
     while target <= growth * n {
         let start = Instant::now();
@@ -47,9 +49,18 @@ fn main() {
         inserted = target;
         let s = f.stats();
         let bits = s.memory_bytes as f64 * 8.0 / s.len as f64;
+        let start = Instant::now();
         let hits = (0..ABSENT).filter(|&i| f.contains(&absent(i))).count();
+        let absent_ns = start.elapsed().as_nanos() as f64 / ABSENT as f64;
+        let start = Instant::now();
+        let step = (inserted / ABSENT).max(1);
+        let found = (0..inserted)
+            .step_by(step as usize)
+            .filter(|&i| f.contains(&key(i)))
+            .count();
+        let present_ns = start.elapsed().as_nanos() as f64 / found as f64;
         println!(
-            "| {inserted} | {}x | {} | {} | {} | {bits:.2} | {:.2}x | {:.3e} | {:.3e} | {} | {ns:.0} |",
+            "| {inserted} | {}x | {} | {} | {} | {bits:.2} | {:.2}x | {:.3e} | {:.3e} | {} | {ns:.0} | {present_ns:.0} | {absent_ns:.0} |",
             inserted / n,
             s.levels,
             s.regions,
