@@ -35,6 +35,10 @@ fn measured_fpr(f: &CuckooFilter, absent: &[u64]) -> f64 {
 /// default 1% cap at every power of ten, two levels (four cache lines per
 /// lookup) at the end, and no key lost.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "10M inserts through region steps: seconds in release, minutes in debug"
+)]
 fn a_filter_for_1000_keys_takes_10000_times_as_many() {
     let f = CuckooFilter::builder()
         .capacity(1_000)
