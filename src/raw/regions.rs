@@ -578,7 +578,7 @@ impl Regions {
     }
 
     /// The entry of `slot` (tests).
-    // Tests, loom models and statistics of the lab.
+    // Tests and loom models.
     #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn entry(&self, slot: usize) -> Entry {
         // Relaxed: tests read it between operations.

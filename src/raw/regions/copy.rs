@@ -340,4 +340,34 @@ mod tests {
         let refused = Regions::from_saved(64, 4, regions, &entries, |_, _| Ok::<(), ()>(()));
         assert_eq!(refused.err(), Some(SavedRegionsError::Regions));
     }
+
+    /// A byte budget that pays three regions: the step that would add a
+    /// fourth is refused with what the level would need, before it
+    /// allocates; the key that needed it is not stored, none other lost.
+    #[test]
+    fn a_step_the_byte_budget_cannot_pay_is_refused_and_loses_nothing() {
+        let probe = Regions::new(64, 64).unwrap();
+        let (per, map) = (probe.region(0).bytes(), probe.map_bytes());
+        let r = Regions::new(64, 64).unwrap().with_max_bytes(map + 3 * per);
+        let mut kept = Vec::new();
+        let refusal = keys(9)
+            .find_map(|k| match r.insert(k) {
+                Ok(()) => {
+                    kept.push(k);
+                    None
+                }
+                Err(e) => Some((k, e)),
+            })
+            .unwrap();
+        assert_eq!(
+            refusal.1,
+            super::super::Refused::Memory {
+                needed: map + 4 * per
+            }
+        );
+        assert_eq!((r.regions(), r.bytes()), (3, map + 3 * per));
+        assert_eq!(r.len(), kept.len() as i64);
+        assert!(kept.iter().all(|&k| r.contains(k)));
+        assert_eq!(r.count(refusal.0), usize::from(r.contains(refusal.0)));
+    }
 }

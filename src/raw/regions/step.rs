@@ -344,7 +344,7 @@ impl Regions {
     /// Runs the running step's remaining chunks on this thread (for tests
     /// and a caller that must not leave a step open), then waits for its
     /// end.
-    // Tests, loom models and statistics of the lab.
+    // Tests and loom models.
     #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn finish_step(&self) {
         let mut backoff = Backoff::default();
@@ -358,7 +358,7 @@ impl Regions {
 
     /// Begins a step now (whether or not a region is full); `false` if one
     /// is running or the level may not grow.
-    // Tests, loom models and statistics of the lab.
+    // Tests and loom models.
     #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn grow(&self) -> bool {
         self.begin_step().is_ok()
