@@ -1,0 +1,435 @@
+//! A level of regions as data: a consistent view of it while writers run
+//! (for saving and cloning), and a level rebuilt from saved parts that
+//! are checked first, so that no later operation can panic, deadlock or
+//! miss a key on what was loaded.
+//!
+//! # What a snapshot holds
+//!
+//! [`Regions::with_snapshot`] takes the level's step claim (helping a
+//! running step to its end first), then every region's stripes in region
+//! order, then copies the map. While it holds them, no step begins or
+//! runs, so no entry's `cur` changes and no sweep hops; no hop, remove or
+//! displacement moves a tag (each takes a stripe). Plain inserts go on
+//! (they take no stripe) and may or may not be in the copy, as for one
+//! table (`docs/format.md`, "What save and load guarantee"). Split slots
+//! (a hop that found no room) stay split in the copy: lookups of them read
+//! both regions after a load as before it.
+//!
+//! Lock order: a hop holds a stripe of its source region while it takes
+//! stripes of a newer one; the snapshot takes regions in index order, so
+//! it never holds a newer region's stripe while waiting for an older one.
+//!
+//! **No entry is joining** (bit 31, [`JOINING`]) once the claim is held:
+//! only a step's end sets the bit, under the claim, and it resolves every
+//! mark it sets before it lets the claim go: its own CAS from the joining
+//! value, or a stale insert's clear (`keep_split`), which its failed CAS
+//! read. Both happen before the claim's Release store, which the
+//! snapshot's Acquire claim synchronises with, so its entry loads see the
+//! resolved values or later ones; and nothing else sets the bit. A joining
+//! entry reads as split, so the copy would keep it split even if one
+//! appeared: a mask, checked in debug builds.
+//!
+//! **Tags outside their slot's regions** can be in the words: an insert
+//! that loaded its entry before a step puts its tag into the old region
+//! after the step ended, then follows it to the slot's new region (a hop,
+//! which waits for the snapshot's stripes). Such an insert has not
+//! returned, and no lookup reads that region for that slot, so the copy
+//! leaves the tag out ([`RegionsView::encode`]): a loaded level holds
+//! only tags that lookups find, and the loader refuses any other (a sweep
+//! of a tag whose slot's `cur` is below its region would hop backwards,
+//! against the lock order).
+
+use super::{new_region, slot_of, Entry, Plan, Regions, SlotMap, JOINING, MAX_REGIONS, SLOTS};
+#[cfg(loom)]
+use crate::loom_support::RegionCanary;
+use crate::raw::bucket::{self, L21x3, Layout};
+use crate::raw::geometry::{Addressing, Geometry, GeometryError};
+use crate::raw::ops;
+use crate::raw::table::Table;
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use std::sync::Arc;
+
+/// A level's saved state, all but its words: what a file's region record
+/// holds before them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RegionsParts {
+    /// Buckets per region.
+    pub(crate) m0: u64,
+    /// How every region addresses (the filter's).
+    pub(crate) addressing: Addressing,
+    /// Regions allocated, `R`.
+    pub(crate) regions: usize,
+    /// Most regions the level may have, `R_max`.
+    pub(crate) max_regions: usize,
+    /// Steps begun (a statistic; each added at least one region).
+    pub(crate) steps: u64,
+    /// The map: `cur | prev << 16` per slot, [`SLOTS`] of them.
+    pub(crate) entries: Vec<u32>,
+    /// Every slot once, grouped by its `cur` region in region order: the
+    /// order in which the next step's plan considers them, so that a
+    /// loaded level grows as the saved one would have.
+    pub(crate) order: Vec<u16>,
+}
+
+/// Why saved parts cannot make a level of regions.
+#[derive(Debug)]
+// Persistence reads every field; until it lands, only `Debug` does.
+#[cfg_attr(test, allow(dead_code))]
+pub(crate) enum PartsError {
+    /// `m0` is odd or out of range.
+    M0(u64),
+    /// Not `1 <= regions <= max_regions <= MAX_REGIONS`.
+    Regions { regions: usize, max_regions: usize },
+    /// More steps than regions added (each step adds at least one).
+    Steps { steps: u64, regions: usize },
+    /// Slot `slot`'s entry is not one the engine writes.
+    Entry {
+        slot: usize,
+        entry: u32,
+        reason: &'static str,
+    },
+    /// The slot order is not every slot once, grouped by `cur`.
+    Order {
+        position: usize,
+        slot: u16,
+        reason: &'static str,
+    },
+    /// Bucket `bucket` (counted over all regions, region 0 first) holds a
+    /// word no level writes there.
+    Word { bucket: u64, reason: &'static str },
+    /// The occupied lanes are not the item count given.
+    Count { stored: u64, counted: u64 },
+    /// The allocator refused `bytes`.
+    Allocation { bytes: usize },
+    /// `fill` failed.
+    Fill(std::io::Error),
+}
+
+impl RegionsParts {
+    /// Checks every field: the geometry of its regions, the counts, every
+    /// entry and the slot order.
+    pub(crate) fn check(&self) -> Result<Geometry, PartsError> {
+        let geo =
+            Geometry::checked(self.m0, 0, L21x3::TAG_BITS, self.addressing).map_err(
+                |e| match e {
+                    GeometryError::M0(m0) => PartsError::M0(m0),
+                    // Generation 0 always fits once `m0` does.
+                    GeometryError::Generation(_) => PartsError::M0(self.m0),
+                },
+            )?;
+        let (regions, max_regions) = (self.regions, self.max_regions);
+        if !(1 <= regions && regions <= max_regions && max_regions <= MAX_REGIONS) {
+            return Err(PartsError::Regions {
+                regions,
+                max_regions,
+            });
+        }
+        if self.steps >= regions as u64 {
+            return Err(PartsError::Steps {
+                steps: self.steps,
+                regions,
+            });
+        }
+        assert_eq!(self.entries.len(), SLOTS, "the caller reads SLOTS entries");
+        assert_eq!(self.order.len(), SLOTS, "the caller reads SLOTS slots");
+        for (slot, &entry) in self.entries.iter().enumerate() {
+            if let Some(reason) = entry_flaw(entry, regions) {
+                return Err(PartsError::Entry {
+                    slot,
+                    entry,
+                    reason,
+                });
+            }
+        }
+        let mut seen = [false; SLOTS];
+        let mut last = 0;
+        for (position, &slot) in self.order.iter().enumerate() {
+            let order_flaw = |reason| {
+                Err(PartsError::Order {
+                    position,
+                    slot,
+                    reason,
+                })
+            };
+            let Some(seen) = seen.get_mut(slot as usize) else {
+                return order_flaw("no such slot");
+            };
+            if std::mem::replace(seen, true) {
+                return order_flaw("the slot appears twice");
+            }
+            let cur = Entry::unpack(self.entries[slot as usize]).cur;
+            if cur < last {
+                return order_flaw("the slots are not grouped by region in region order");
+            }
+            last = cur;
+        }
+        Ok(geo)
+    }
+
+    /// The plan these parts describe: per region, its slots in order.
+    fn plan(&self) -> Plan {
+        let mut slots = vec![Vec::new(); self.regions];
+        for &s in &self.order {
+            slots[Entry::unpack(self.entries[s as usize]).cur].push(s);
+        }
+        Plan { slots }
+    }
+}
+
+/// Why `entry` is not one a level of `regions` regions writes, if it is
+/// not: both regions exist, bits 15 and 31 (joining, transient) are
+/// clear, and a split slot's `cur` is newer than its `prev` (a slot only
+/// moves to newer regions; hops go from older to newer, the lock order).
+fn entry_flaw(entry: u32, regions: usize) -> Option<&'static str> {
+    let e = Entry::unpack(entry);
+    if entry & (1 << 15 | 1 << 31) != 0 {
+        Some("bits 15 and 31 must be 0")
+    } else if e.cur >= regions || e.prev >= regions {
+        Some("it names a region the level does not have")
+    } else if e.cur < e.prev {
+        Some("a split slot's new region (low 16 bits) must be newer than its old one")
+    } else {
+        None
+    }
+}
+
+/// Non-zero lanes' check of one word: why `word`, in bucket `local` of
+/// region `region`, is not one the level writes there, if it is not: a
+/// reserved tag, bits outside the lanes, or a tag whose slot's entry
+/// names neither `region` as `cur` nor as `prev` (no lookup would find
+/// it, and a sweep could hop it backwards).
+pub(crate) fn word_flaw(
+    geo: &Geometry,
+    entries: &[u32],
+    region: usize,
+    local: usize,
+    word: u64,
+) -> Option<&'static str> {
+    if word & !L21x3::LANES_MASK != 0 {
+        return Some("bits above the last tag lane are set");
+    }
+    if bucket::invalid_bits::<L21x3>(word) != 0 {
+        return Some("a lane holds the reserved all-ones tag");
+    }
+    if (0..L21x3::LANES).any(|lane| {
+        let tag = bucket::lane::<L21x3>(word, lane);
+        tag != 0 && !names(geo, entries, region, local, tag)
+    }) {
+        return Some("a tag lies in a region its slot's map entry does not name");
+    }
+    None
+}
+
+/// Whether the entry of `tag`'s slot, for the pair of bucket `local`,
+/// names `region`.
+#[inline]
+fn names(geo: &Geometry, entries: &[u32], region: usize, local: usize, tag: u64) -> bool {
+    let alt = geo.alt(local, tag);
+    let e = Entry::unpack(entries[slot_of(tag, local.min(alt))]);
+    e.cur == region || e.prev == region
+}
+
+/// What [`Regions::with_snapshot`] hands out.
+pub(crate) struct RegionsView<'a> {
+    /// Everything but the words; `entries` as they are while the view is
+    /// held.
+    pub(crate) parts: RegionsParts,
+    geo: Geometry,
+    /// Region `r` at `tables[r]`.
+    tables: Vec<&'a Table>,
+    /// Items inserted minus removed, when the view was taken.
+    pub(crate) len: i64,
+    /// Entries that were joining when copied (masked to split): none, by
+    /// the argument in the module docs; kept so tests can check it.
+    pub(crate) joining: usize,
+}
+
+impl RegionsView<'_> {
+    /// Region `r`'s words: atomics, since plain inserts may still fill
+    /// free lanes while the view is held (load them `Relaxed`).
+    pub(crate) fn words(&self, r: usize) -> &[AtomicU64] {
+        self.tables[r].words()
+    }
+
+    /// Writes `words`, buckets `from..` of region `region`, into `out` as
+    /// little-endian bytes, each without the tags its slot's entry does
+    /// not name (an insert that has not returned, see the module docs);
+    /// returns the occupied lanes written.
+    pub(crate) fn encode(
+        &self,
+        region: usize,
+        from: usize,
+        words: &[AtomicU64],
+        out: &mut [u8],
+    ) -> u64 {
+        let mut occupied = 0;
+        for (i, (dst, word)) in out.chunks_exact_mut(8).zip(words).enumerate() {
+            // Relaxed: the stripe holds (Acquire) ordered every move and
+            // remove before this load; a plain insert racing it may or may
+            // not be seen. Loaded once, and counted from what is written.
+            let mut w = word.load(Ordering::Relaxed);
+            for lane in 0..L21x3::LANES {
+                let tag = bucket::lane::<L21x3>(w, lane);
+                if tag != 0 && !names(&self.geo, &self.parts.entries, region, from + i, tag) {
+                    w &= !(L21x3::TAG_MASK << (lane * L21x3::TAG_BITS));
+                }
+            }
+            occupied += u64::from(bucket::occupied::<L21x3>(w));
+            dst.copy_from_slice(&w.to_le_bytes());
+        }
+        occupied
+    }
+}
+
+impl Regions {
+    /// Runs `f` on a view of the level in which no tag moves and none is
+    /// removed, no step runs and no entry changes but a stale insert's
+    /// split (which [`RegionsView::encode`] does not need): every item
+    /// whose insert returned before this call and that no remove took is
+    /// in the view's words, in a region its slot's entry names. Steps,
+    /// hops, removes and displacing inserts wait until `f` returns; plain
+    /// inserts into free lanes and every lookup go on. A step running when
+    /// it is called is finished first (this thread sweeps what is left).
+    pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&RegionsView<'_>) -> R) -> R {
+        let mut backoff = Backoff::default();
+        // Acquire: pairs with the Release in `end_step` (and a refused
+        // claim's), so this thread sees the last step's entries and plan.
+        while self
+            .claim
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if !self.help() {
+                backoff.snooze();
+            }
+        }
+        let view = {
+            let regions = self.regions();
+            let tables: Vec<&Table> = (0..regions).map(|r| self.region(r)).collect();
+            // In region order: see the module docs.
+            let _held: Vec<_> = tables
+                .iter()
+                .map(|t| ops::hold_all(t).expect("regions are never sealed"))
+                .collect();
+            // Acquire: as in `contains`. No step runs, so each value is
+            // final but for a stale insert's split.
+            let raw: Vec<u32> = (0..SLOTS)
+                .map(|s| self.map.at(s).load(Ordering::Acquire))
+                .collect();
+            let joining = raw.iter().filter(|&&v| v & JOINING != 0).count();
+            debug_assert_eq!(joining, 0, "no entry joins under the claim");
+            let entries = raw.into_iter().map(|v| v & !JOINING).collect();
+            let order = {
+                let plan = self.plan.lock().expect("no step panics holding the plan");
+                debug_assert_eq!(plan.slots.len(), regions);
+                plan.slots.concat()
+            };
+            let view = RegionsView {
+                parts: RegionsParts {
+                    m0: self.geo.m0(),
+                    addressing: self.geo.addressing(),
+                    regions,
+                    max_regions: self.max_regions,
+                    steps: self.steps(),
+                    entries,
+                    order,
+                },
+                geo: self.geo,
+                tables,
+                len: self.len(),
+                joining,
+            };
+            let r = f(&view);
+            drop(_held);
+            r
+        };
+        // Release: pairs with the Acquire of the next claimant.
+        self.claim.store(0, Ordering::Release);
+        view
+    }
+
+    /// A copy of the level, made from a snapshot (for `Clone`): every
+    /// item whose insert returned before the call and that no remove took.
+    pub(crate) fn try_clone(&self) -> Result<Regions, PartsError> {
+        self.with_snapshot(|v| {
+            let mut region = 0;
+            Regions::from_parts(&v.parts, None, |dst| {
+                v.encode(region, 0, v.words(region), dst);
+                for w in dst.chunks_exact_mut(8) {
+                    let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+                    w.copy_from_slice(&v.to_ne_bytes());
+                }
+                region += 1;
+                Ok(())
+            })
+        })
+    }
+
+    /// A level rebuilt from `parts` (checked first, see
+    /// [`RegionsParts::check`]) whose regions' words `fill` writes, one
+    /// region at a time in region order, as native-endian bytes (`8 * m0`
+    /// of them per call); `len`, if given, is the item count, which must
+    /// be the occupied lanes (else they are the count). Every word is checked ([`word_flaw`]): a level that
+    /// loads is one the engine could have made, with every tag where
+    /// lookups find it.
+    pub(crate) fn from_parts(
+        parts: &RegionsParts,
+        len: Option<u64>,
+        mut fill: impl FnMut(&mut [u8]) -> std::io::Result<()>,
+    ) -> Result<Regions, PartsError> {
+        let geo = parts.check()?;
+        let m0 = geo.m0() as usize;
+        // The entries before the regions: each region's pin reads them.
+        let map = Arc::new(SlotMap::new());
+        for (slot, &entry) in parts.entries.iter().enumerate() {
+            // Relaxed: nothing else can see the level yet; whoever gets it
+            // gets it through a Release publication.
+            map.at(slot).store(entry, Ordering::Relaxed);
+        }
+        let mut tables = Vec::with_capacity(parts.regions);
+        let mut counted = 0u64;
+        for r in 0..parts.regions {
+            let mut t = new_region(
+                geo,
+                &map,
+                r,
+                #[cfg(loom)]
+                RegionCanary::None,
+            )
+            .map_err(|e| PartsError::Allocation { bytes: e.bytes })?;
+            let bytes = t.words_as_bytes_mut();
+            fill(bytes).map_err(PartsError::Fill)?;
+            for (local, b) in bytes.chunks_exact(8).enumerate() {
+                let w = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                if let Some(reason) = word_flaw(&geo, &parts.entries, r, local, w) {
+                    return Err(PartsError::Word {
+                        bucket: (r * m0 + local) as u64,
+                        reason,
+                    });
+                }
+                counted += u64::from(bucket::occupied::<L21x3>(w));
+            }
+            tables.push(t);
+        }
+        match len {
+            Some(stored) if stored != counted => return Err(PartsError::Count { stored, counted }),
+            _ => {}
+        }
+        let level = Regions::assemble(
+            geo,
+            map,
+            tables,
+            parts.plan(),
+            parts.max_regions,
+            #[cfg(loom)]
+            RegionCanary::None,
+        );
+        // Relaxed: as above.
+        level.step.store(parts.steps, Ordering::Relaxed);
+        level.counters.set_len(counted as i64);
+        Ok(level)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;
