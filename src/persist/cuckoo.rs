@@ -3,6 +3,7 @@
 use super::error::LoadError;
 use super::file;
 use super::format::{self, Header};
+use super::regions::{self, RegionCheck};
 use super::saved::{self, PayloadCheck, Saved};
 use super::stream;
 use crate::cuckoo::levels::UPPER_LAYOUT;
@@ -12,6 +13,7 @@ use crate::filter::FilterKind;
 use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::bucket::{self, L12x5, L16x4, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
+use crate::raw::regions::Regions;
 use crate::sync::{AtomicU64, Ordering};
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -31,11 +33,26 @@ pub(crate) struct Shape {
     pub(crate) level: usize,
     /// Whether the record of the level above follows this one.
     pub(crate) level_above: bool,
+    /// For a level of regions' record (format version 4): its regions of
+    /// `geo.m0()` buckets each (its geometry is generation 0). `None` for
+    /// a table's record.
+    pub(crate) regions: Option<u64>,
 }
+
+/// Why a first record of format version 4 is refused.
+const REGIONS_NEVER_FIRST: &str = "a level of regions (format version 4) is never the first";
 
 /// Growth codes at offset 20 (version 2).
 const GROWTH_DOUBLE: u32 = 0;
 const GROWTH_FIXED: u32 = 1;
+
+/// The code of `growth` at offset 20.
+pub(crate) fn growth_code(growth: Growth) -> u32 {
+    match growth {
+        Growth::Double => GROWTH_DOUBLE,
+        Growth::Fixed => GROWTH_FIXED,
+    }
+}
 
 /// The growth settings a header holds: version 2 saves them (growth at
 /// offset 20, `max_false_positive_rate` at 64, `max_memory` at 72, 0 for
@@ -82,6 +99,12 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
             found,
         });
     }
+    if h.version == format::REGIONS_VERSION && below.is_none() {
+        return Err(LoadError::InvalidLevel {
+            level: 0,
+            reason: REGIONS_NEVER_FIRST,
+        });
+    }
     let policy = policy(h)?;
     let algorithm = h.algorithm()?;
     let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
@@ -109,15 +132,24 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
                 },
             },
         )?;
+    let regions = (h.version == format::REGIONS_VERSION)
+        .then(|| regions::regions_in(h.buckets, geo.m0()))
+        .transpose()?;
     // `checked` keeps the table's bytes below `isize::MAX`: no overflow.
-    let buckets = geo.buckets();
+    // A level of regions has at most 2^14 regions of at most 2^32 buckets.
+    let buckets = regions.map_or(geo.buckets(), |r| r * geo.m0());
     if h.buckets != buckets {
         return Err(LoadError::BucketCountMismatch {
             stored: h.buckets,
             expected: buckets,
         });
     }
-    let payload_len = buckets * 8;
+    let block = if regions.is_some() {
+        regions::BLOCK_LEN
+    } else {
+        0
+    };
+    let payload_len = block + buckets * 8;
     if h.payload_len != payload_len {
         return Err(LoadError::PayloadLengthMismatch {
             stored: h.payload_len,
@@ -133,6 +165,7 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
         seed: h.seed,
         level: below.map_or(0, |b| b.level + 1),
         level_above: h.level_above(),
+        regions,
     };
     check_level(&shape, below)?;
     Ok(shape)
@@ -163,6 +196,12 @@ fn check_level(shape: &Shape, below: Option<&Shape>) -> Result<(), LoadError> {
         }
         return Ok(());
     };
+    if below.regions.is_some() && shape.regions.is_none() {
+        return invalid("above a level of regions only another level of regions may follow");
+    }
+    if shape.regions.is_some() && shape.geo.generation() != 0 {
+        return invalid("a level of regions has generation 0 (its regions never double)");
+    }
     if shape.layout != UPPER_LAYOUT {
         return invalid("a level above the first must hold 21-bit tags, 3 per bucket");
     }
@@ -271,7 +310,7 @@ impl PayloadCheck for WordCheck {
         self.counted
     }
 
-    fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError> {
         if let Some((word, reason)) = self.first_bad {
             return Err(LoadError::CorruptPayload { word, reason });
         }
@@ -358,9 +397,65 @@ fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
     }
 }
 
+/// The payload check of a cuckoo record: a table's words, or a level of
+/// regions' block and words.
+pub(crate) enum Check {
+    Table(WordCheck),
+    Regions(Box<RegionCheck>),
+}
+
+/// The check of a record of `shape`.
+pub(crate) fn check(shape: &Shape) -> Check {
+    match shape.regions {
+        None => Check::Table(WordCheck::new(shape)),
+        Some(r) => Check::Regions(Box::new(RegionCheck::new(shape, r))),
+    }
+}
+
+impl PayloadCheck for Check {
+    fn absorb(&mut self, bytes: &[u8]) {
+        match self {
+            Check::Table(c) => c.absorb(bytes),
+            Check::Regions(c) => c.absorb(bytes),
+        }
+    }
+
+    fn counted(&self) -> u64 {
+        match self {
+            Check::Table(c) => c.counted(),
+            Check::Regions(c) => c.counted(),
+        }
+    }
+
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError> {
+        match self {
+            Check::Table(c) => c.verdict(stored_count),
+            Check::Regions(c) => c.verdict(stored_count),
+        }
+    }
+}
+
+/// One level of a cuckoo filter as a record builds it.
+// Moved once, into its filter: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Loaded {
+    /// A table's record: the first level, or a doubling level above it
+    /// (format versions 1 to 3).
+    Table(CuckooFilter),
+    /// A level of regions' record (format version 4), with its own growth
+    /// settings (its false-positive rate and memory limit).
+    // Read once the filter runs levels of regions (issue 17's wiring).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Regions {
+        level: Box<Regions>,
+        policy: GrowthPolicy,
+    },
+}
+
 impl Saved for CuckooFilter {
     type Shape = Shape;
-    type Check = WordCheck;
+    type Check = Check;
+    type Level = Loaded;
 
     fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadError> {
         shape(h, below)
@@ -370,24 +465,53 @@ impl Saved for CuckooFilter {
         shape.level_above
     }
 
-    fn attach(&self, above: Self) {
-        self.attach_loaded(above);
+    fn first(level: Loaded) -> Result<CuckooFilter, LoadError> {
+        match level {
+            Loaded::Table(filter) => Ok(filter),
+            // `check_level` refuses a first record of regions.
+            Loaded::Regions { .. } => Err(LoadError::InvalidLevel {
+                level: 0,
+                reason: REGIONS_NEVER_FIRST,
+            }),
+        }
+    }
+
+    fn attach(&self, above: Loaded) -> Result<(), LoadError> {
+        match above {
+            Loaded::Table(level) => {
+                self.attach_loaded(level);
+                Ok(())
+            }
+            // The filter does not run levels of regions yet (issue 17's
+            // wiring lands separately): refuse rather than drop the level.
+            Loaded::Regions { .. } => Err(LoadError::InvalidLevel {
+                level: self.levels_count(),
+                reason: "this build reads levels of regions (format version 4) but cannot run them",
+            }),
+        }
     }
 
     fn payload_len(shape: &Shape) -> u64 {
         shape.payload_len
     }
 
-    fn check(shape: &Shape) -> WordCheck {
-        WordCheck::new(shape)
+    fn check(shape: &Shape) -> Check {
+        check(shape)
     }
 
     fn build(
         shape: &Shape,
         h: &Header,
         count: u64,
-        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
-    ) -> Result<Self, LoadError> {
+        fill: impl FnMut(&mut [u8]) -> io::Result<()>,
+    ) -> Result<Loaded, LoadError> {
+        if let Some(regions) = shape.regions {
+            let level = regions::build(shape, regions, count, fill)?;
+            return Ok(Loaded::Regions {
+                level: Box::new(level),
+                policy: shape.policy,
+            });
+        }
         CuckooFilter::from_parts(
             shape.layout,
             KeyHasher::with_algorithm(h.seed, shape.algorithm),
@@ -396,6 +520,7 @@ impl Saved for CuckooFilter {
             count,
             fill,
         )
+        .map(Loaded::Table)
         .map_err(|e| from_parts_error(e, shape))
     }
 }
@@ -466,7 +591,7 @@ impl CuckooFilter {
     }
 
     /// Writes this level's record; `above`: the level above follows it.
-    fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
+    pub(crate) fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
         self.with_snapshot(|view| {
             let header = Header {
                 version: format::written_version(view.hash_algorithm.id()),
@@ -482,10 +607,7 @@ impl CuckooFilter {
                 seed: view.seed,
                 probe: saved::probe(view.seed, view.hash_algorithm),
                 payload_len: view.words.len() as u64 * 8,
-                param32: match view.policy.growth {
-                    Growth::Double => GROWTH_DOUBLE,
-                    Growth::Fixed => GROWTH_FIXED,
-                },
+                param32: growth_code(view.policy.growth),
                 param64: view.policy.max_false_positive_rate.to_bits(),
                 max_memory: view.policy.max_memory.map_or(0, |m| m as u64),
                 reserved: 0,
@@ -603,6 +725,7 @@ mod tests {
             seed: 0,
             level: 0,
             level_above: false,
+            regions: None,
         })
     }
 

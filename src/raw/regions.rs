@@ -104,8 +104,10 @@ mod insert;
 mod snapshot;
 mod step;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
+#[cfg_attr(loom, allow(unused_imports))]
+pub(crate) use snapshot::{word_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
 
 /// Log2 of the virtual slots: `2^14` entries of 4 bytes stay in L1.
