@@ -121,7 +121,12 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
     };
     // The engine's own definition of a table it can run (and grow).
     let generation = u32::from(h.generation);
-    let addressing = crate::cuckoo::addressing_of(algorithm);
+    // A level of regions addresses as its engine does, whatever the hash.
+    let addressing = if h.version == format::REGIONS_VERSION {
+        crate::raw::regions::ADDRESSING
+    } else {
+        crate::cuckoo::addressing_of(algorithm)
+    };
     let geo =
         Geometry::checked(h.m0, generation, layout.tag_bits(), addressing).map_err(
             |e| match e {
@@ -334,7 +339,7 @@ impl PayloadCheck for WordCheck {
 /// per-lane counter for every empty lane, and the counters are summed every
 /// `BLOCK` words, before a 12-bit lane counter could overflow. Plain adds,
 /// ands and shifts, which the compiler vectorises.
-fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
+pub(crate) fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
     // A table that never grew has one region: no tag can be outside it.
     if region_mask == 0 {
         scan_in::<L, false>(bytes, 0, 0)
@@ -372,7 +377,7 @@ fn scan_in<L: Layout, const REGIONS: bool>(
 
 /// Writes `words` into `out` as little-endian bytes; returns the occupied
 /// slots among them.
-fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
+pub(crate) fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
     for (dst, word) in out.chunks_exact_mut(8).zip(words) {
         // Relaxed: the snapshot's stripe holds (Acquire) order every move
         // and remove before this load; a plain insert racing it may or may

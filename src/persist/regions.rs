@@ -8,16 +8,16 @@
 //! a loaded level of regions is refused when it is attached.
 #![cfg_attr(not(test), allow(dead_code))]
 
-use super::cuckoo::Shape;
+use super::cuckoo::{self, Shape};
 use super::error::LoadError;
 use super::format::{self, Header};
 use super::saved::{self, PayloadCheck};
 use super::stream;
 use crate::cuckoo::{Growth, GrowthPolicy};
 use crate::hash::HashAlgorithm;
-use crate::raw::bucket::{self, L21x3, Layout};
-use crate::raw::geometry::{Addressing, Geometry};
-use crate::raw::regions::{word_flaw, PartsError, Regions, RegionsParts, RegionsView};
+use crate::raw::bucket::{L21x3, Layout};
+use crate::raw::geometry::Geometry;
+use crate::raw::regions::{layout_flaw, PartsError, Regions, RegionsParts, RegionsView};
 use crate::raw::regions::{MAX_REGIONS, SLOTS};
 use std::io::{self, Write};
 
@@ -73,7 +73,6 @@ fn block(parts: &RegionsParts) -> Vec<u64> {
 fn parts_of(
     word: impl Fn(usize) -> u64,
     m0: u64,
-    addressing: Addressing,
     regions: u64,
 ) -> Result<(RegionsParts, Geometry), LoadError> {
     let invalid = |field, value, reason| {
@@ -101,7 +100,6 @@ fn parts_of(
     let order = map + SLOTS / 2;
     let parts = RegionsParts {
         m0,
-        addressing,
         regions: regions as usize,
         // Saturates: `check` refuses anything above MAX_REGIONS.
         max_regions: usize::try_from(word(1)).unwrap_or(usize::MAX),
@@ -178,10 +176,9 @@ pub struct RegionsInfo {
 }
 
 /// Checks a level of regions' payload as it streams past: the level
-/// block, then every word against the map, counting occupied lanes.
+/// block, then the layout's rules for every word, counting occupied lanes.
 pub(crate) struct RegionCheck {
     m0: u64,
-    addressing: Addressing,
     regions: u64,
     /// The level block's bytes so far (little-endian).
     block: Vec<u8>,
@@ -199,7 +196,6 @@ impl RegionCheck {
     pub(crate) fn new(shape: &Shape, regions: u64) -> RegionCheck {
         RegionCheck {
             m0: shape.geo.m0(),
-            addressing: shape.geo.addressing(),
             regions,
             block: Vec::with_capacity(BLOCK_LEN as usize),
             parts: None,
@@ -229,25 +225,29 @@ impl PayloadCheck for RegionCheck {
             if self.block.len() == BLOCK_LEN as usize {
                 let block = &self.block;
                 let word = |i: usize| stream::le_word(&block[8 * i..8 * i + 8]);
-                match parts_of(word, self.m0, self.addressing, self.regions) {
+                match parts_of(word, self.m0, self.regions) {
                     Ok(parts) => self.parts = Some(parts),
                     Err(e) => self.first_bad = Some(e),
                 }
             }
         }
-        let m0 = self.m0;
-        for w in bytes.chunks_exact(8).map(stream::le_word) {
+        // The layout's rules here, in one pass, as for a table; whether
+        // each tag's region may hold it is `Regions::from_parts`'s check
+        // (once per load: it needs the map and the tag's pair).
+        let (occupied, bad) = cuckoo::scan::<L21x3>(bytes, 0, 0);
+        self.counted += occupied;
+        if bad != 0 && self.first_bad.is_none() {
             let at = self.words;
-            self.words += 1;
-            self.counted += u64::from(bucket::occupied::<L21x3>(w));
-            let (Some((parts, geo)), None) = (&self.parts, &self.first_bad) else {
-                continue;
-            };
-            let (region, local) = ((at / m0) as usize, (at % m0) as usize);
-            if let Some(reason) = word_flaw(geo, &parts.entries, region, local, w) {
-                self.first_bad = Some(LoadError::CorruptPayload { word: at, reason });
-            }
+            self.first_bad = bytes
+                .chunks_exact(8)
+                .map(stream::le_word)
+                .zip(at..)
+                .find_map(|(w, word)| {
+                    let reason = layout_flaw(w)?;
+                    Some(LoadError::CorruptPayload { word, reason })
+                });
         }
+        self.words += (bytes.len() / 8) as u64;
     }
 
     fn counted(&self) -> u64 {
@@ -282,7 +282,7 @@ pub(crate) fn build(
     let mut block = vec![0u8; BLOCK_LEN as usize];
     fill(&mut block)?;
     let word = |i: usize| u64::from_ne_bytes(block[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-    let (parts, _) = parts_of(word, shape.geo.m0(), shape.geo.addressing(), regions)?;
+    let (parts, _) = parts_of(word, shape.geo.m0(), regions)?;
     Regions::from_parts(&parts, Some(count), fill).map_err(parts_error)
 }
 
@@ -321,13 +321,7 @@ pub(crate) fn write_record<W: Write>(
     };
     let prefix: Vec<u8> = block(parts).iter().flat_map(|w| w.to_le_bytes()).collect();
     let runs: Vec<_> = (0..parts.regions).map(|r| view.words(r)).collect();
-    saved::write_parts(
-        writer,
-        header,
-        &prefix,
-        &runs,
-        |region, from, words, out| view.encode(region, from, words, out),
-    )
+    saved::write_parts(writer, header, &prefix, &runs, cuckoo::encode::<L21x3>)
 }
 
 #[cfg(test)]

@@ -92,23 +92,21 @@ pub(crate) fn write_file<W: Write>(
     writer: W,
     header: Header,
     words: &[AtomicU64],
-    mut encode: impl FnMut(&[AtomicU64], &mut [u8]) -> u64,
+    encode: impl FnMut(&[AtomicU64], &mut [u8]) -> u64,
 ) -> io::Result<()> {
-    write_parts(writer, header, &[], &[words], |_, _, chunk, out| {
-        encode(chunk, out)
-    })
+    write_parts(writer, header, &[], &[words], encode)
 }
 
 /// Writes a whole record whose payload is `prefix` (little-endian bytes,
 /// counted as no items), then every run of `runs` in order, in `CHUNK`s
-/// that `encode(run, first word's index in the run, words, out)` turns
-/// into little-endian bytes, returning what it counted for the trailer.
+/// that `encode` turns into little-endian bytes, returning what it
+/// counted for the trailer.
 pub(crate) fn write_parts<W: Write>(
     mut writer: W,
     header: Header,
     prefix: &[u8],
     runs: &[&[AtomicU64]],
-    mut encode: impl FnMut(usize, usize, &[AtomicU64], &mut [u8]) -> u64,
+    mut encode: impl FnMut(&[AtomicU64], &mut [u8]) -> u64,
 ) -> io::Result<()> {
     let header = header.encode();
     let mut sum = Xxh3::new();
@@ -119,10 +117,10 @@ pub(crate) fn write_parts<W: Write>(
     let longest = runs.iter().map(|r| r.len()).max().unwrap_or(0);
     let mut buf = vec![0u8; CHUNK.min(longest * 8)];
     let mut count = 0u64;
-    for (run, words) in runs.iter().enumerate() {
-        for (k, chunk) in words.chunks(CHUNK / 8).enumerate() {
+    for words in runs {
+        for chunk in words.chunks(CHUNK / 8) {
             let out = &mut buf[..chunk.len() * 8];
-            count += encode(run, k * (CHUNK / 8), chunk, out);
+            count += encode(chunk, out);
             sum.update(out);
             writer.write_all(out)?;
         }

@@ -107,8 +107,14 @@ mod step;
 pub(crate) mod tests;
 
 #[cfg_attr(loom, allow(unused_imports))]
-pub(crate) use snapshot::{word_flaw, PartsError, RegionsParts, RegionsView};
+pub(crate) use snapshot::{layout_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
+
+/// How every region turns a hash into a tag and a pair: version 3's
+/// arithmetic (`docs/format.md`, "Key hashing"), whatever the hash
+/// algorithm of the filter (a level's regions only need to agree with each
+/// other; its files rely on it).
+pub(crate) const ADDRESSING: Addressing = Addressing::V3;
 
 /// Log2 of the virtual slots: `2^14` entries of 4 bytes stay in L1.
 #[cfg(not(loom))]
@@ -322,7 +328,7 @@ impl Regions {
         max_regions: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Result<Regions, AllocError> {
-        let geo = Geometry::new(m0, 0, Addressing::V3);
+        let geo = Geometry::new(m0, 0, ADDRESSING);
         let map = Arc::new(SlotMap::new());
         let first = new_region(
             geo,

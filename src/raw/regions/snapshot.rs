@@ -29,21 +29,24 @@
 //! entry reads as split, so the copy would keep it split even if one
 //! appeared: a mask, checked in debug builds.
 //!
-//! **Tags outside their slot's regions** can be in the words: an insert
-//! that loaded its entry before a step puts its tag into the old region
-//! after the step ended, then follows it to the slot's new region (a hop,
-//! which waits for the snapshot's stripes). Such an insert has not
-//! returned, and no lookup reads that region for that slot, so the copy
-//! leaves the tag out ([`RegionsView::encode`]): a loaded level holds
-//! only tags that lookups find, and the loader refuses any other (a sweep
-//! of a tag whose slot's `cur` is below its region would hop backwards,
-//! against the lock order).
+//! **Tags behind their slot** can be in the words: an insert that
+//! loaded its entry before a step puts its tag into the old region after
+//! the step ended, then follows it to the slot's new region (a hop, which
+//! waits for the snapshot's stripes). Such an insert has not returned, and
+//! no lookup reads that region for that slot; the copy keeps the tag where
+//! it is, as a level whose inserting thread stopped there would have it:
+//! the next step's sweep moves it to its slot's region. A tag in a region
+//! *newer* than its slot's `cur` is never there (a slot's `cur` only moves
+//! to newer regions, and tags go only to a `cur`), and a sweep would hop
+//! it backwards, against the lock order: the loader refuses it.
 
-use super::{new_region, slot_of, Entry, Plan, Regions, SlotMap, JOINING, MAX_REGIONS, SLOTS};
+use super::{
+    new_region, slot_of, Entry, Plan, Regions, SlotMap, ADDRESSING, JOINING, MAX_REGIONS, SLOTS,
+};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
-use crate::raw::geometry::{Addressing, Geometry, GeometryError};
+use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::ops;
 use crate::raw::table::Table;
 use crate::sync::{AtomicU64, Backoff, Ordering};
@@ -55,8 +58,6 @@ use std::sync::Arc;
 pub(crate) struct RegionsParts {
     /// Buckets per region.
     pub(crate) m0: u64,
-    /// How every region addresses (the filter's).
-    pub(crate) addressing: Addressing,
     /// Regions allocated, `R`.
     pub(crate) regions: usize,
     /// Most regions the level may have, `R_max`.
@@ -110,13 +111,11 @@ impl RegionsParts {
     /// entry and the slot order.
     pub(crate) fn check(&self) -> Result<Geometry, PartsError> {
         let geo =
-            Geometry::checked(self.m0, 0, L21x3::TAG_BITS, self.addressing).map_err(
-                |e| match e {
-                    GeometryError::M0(m0) => PartsError::M0(m0),
-                    // Generation 0 always fits once `m0` does.
-                    GeometryError::Generation(_) => PartsError::M0(self.m0),
-                },
-            )?;
+            Geometry::checked(self.m0, 0, L21x3::TAG_BITS, ADDRESSING).map_err(|e| match e {
+                GeometryError::M0(m0) => PartsError::M0(m0),
+                // Generation 0 always fits once `m0` does.
+                GeometryError::Generation(_) => PartsError::M0(self.m0),
+            })?;
         let (regions, max_regions) = (self.regions, self.max_regions);
         if !(1 <= regions && regions <= max_regions && max_regions <= MAX_REGIONS) {
             return Err(PartsError::Regions {
@@ -193,11 +192,9 @@ fn entry_flaw(entry: u32, regions: usize) -> Option<&'static str> {
     }
 }
 
-/// Non-zero lanes' check of one word: why `word`, in bucket `local` of
-/// region `region`, is not one the level writes there, if it is not: a
-/// reserved tag, bits outside the lanes, or a tag whose slot's entry
-/// names neither `region` as `cur` nor as `prev` (no lookup would find
-/// it, and a sweep could hop it backwards).
+/// Why `word`, in bucket `local` of region `region`, is not one the level
+/// writes there, if it is not: a reserved tag, bits outside the lanes, or
+/// a tag whose slot's `cur` is older than `region` (see the module docs).
 pub(crate) fn word_flaw(
     geo: &Geometry,
     entries: &[u32],
@@ -205,28 +202,37 @@ pub(crate) fn word_flaw(
     local: usize,
     word: u64,
 ) -> Option<&'static str> {
-    if word & !L21x3::LANES_MASK != 0 {
-        return Some("bits above the last tag lane are set");
-    }
-    if bucket::invalid_bits::<L21x3>(word) != 0 {
-        return Some("a lane holds the reserved all-ones tag");
-    }
-    if (0..L21x3::LANES).any(|lane| {
-        let tag = bucket::lane::<L21x3>(word, lane);
-        tag != 0 && !names(geo, entries, region, local, tag)
-    }) {
-        return Some("a tag lies in a region its slot's map entry does not name");
-    }
-    None
+    layout_flaw(word).or_else(|| {
+        ahead(geo, entries, region, local, word)
+            .then_some("a tag lies in a region newer than its slot's (no step put it there)")
+    })
 }
 
-/// Whether the entry of `tag`'s slot, for the pair of bucket `local`,
-/// names `region`.
-#[inline]
-fn names(geo: &Geometry, entries: &[u32], region: usize, local: usize, tag: u64) -> bool {
-    let alt = geo.alt(local, tag);
-    let e = Entry::unpack(entries[slot_of(tag, local.min(alt))]);
-    e.cur == region || e.prev == region
+/// Why `word` breaks the 21x3 layout's rules, if it does: a reserved tag
+/// or bits outside the lanes.
+pub(crate) fn layout_flaw(word: u64) -> Option<&'static str> {
+    if word & !L21x3::LANES_MASK != 0 {
+        Some("bits above the last tag lane are set")
+    } else if bucket::invalid_bits::<L21x3>(word) != 0 {
+        Some("a lane holds the reserved all-ones tag")
+    } else {
+        None
+    }
+}
+
+/// Whether a tag of `word`, in bucket `local` of region `region`, belongs
+/// to a slot whose `cur` is an older region. Branch-free over the lanes (a
+/// load runs it on every word).
+#[inline(always)]
+fn ahead(geo: &Geometry, entries: &[u32], region: usize, local: usize, word: u64) -> bool {
+    let mut ahead = false;
+    for lane in 0..L21x3::LANES {
+        let tag = bucket::lane::<L21x3>(word, lane);
+        let low = local.min(geo.alt(local, tag));
+        let e = Entry::unpack(entries[slot_of(tag, low)]);
+        ahead |= tag != 0 && e.cur < region;
+    }
+    ahead
 }
 
 /// What [`Regions::with_snapshot`] hands out.
@@ -234,7 +240,6 @@ pub(crate) struct RegionsView<'a> {
     /// Everything but the words; `entries` as they are while the view is
     /// held.
     pub(crate) parts: RegionsParts,
-    geo: Geometry,
     /// Region `r` at `tables[r]`.
     tables: Vec<&'a Table>,
     /// Items inserted minus removed, when the view was taken.
@@ -250,44 +255,15 @@ impl RegionsView<'_> {
     pub(crate) fn words(&self, r: usize) -> &[AtomicU64] {
         self.tables[r].words()
     }
-
-    /// Writes `words`, buckets `from..` of region `region`, into `out` as
-    /// little-endian bytes, each without the tags its slot's entry does
-    /// not name (an insert that has not returned, see the module docs);
-    /// returns the occupied lanes written.
-    pub(crate) fn encode(
-        &self,
-        region: usize,
-        from: usize,
-        words: &[AtomicU64],
-        out: &mut [u8],
-    ) -> u64 {
-        let mut occupied = 0;
-        for (i, (dst, word)) in out.chunks_exact_mut(8).zip(words).enumerate() {
-            // Relaxed: the stripe holds (Acquire) ordered every move and
-            // remove before this load; a plain insert racing it may or may
-            // not be seen. Loaded once, and counted from what is written.
-            let mut w = word.load(Ordering::Relaxed);
-            for lane in 0..L21x3::LANES {
-                let tag = bucket::lane::<L21x3>(w, lane);
-                if tag != 0 && !names(&self.geo, &self.parts.entries, region, from + i, tag) {
-                    w &= !(L21x3::TAG_MASK << (lane * L21x3::TAG_BITS));
-                }
-            }
-            occupied += u64::from(bucket::occupied::<L21x3>(w));
-            dst.copy_from_slice(&w.to_le_bytes());
-        }
-        occupied
-    }
 }
 
 impl Regions {
     /// Runs `f` on a view of the level in which no tag moves and none is
     /// removed, no step runs and no entry changes but a stale insert's
-    /// split (which [`RegionsView::encode`] does not need): every item
-    /// whose insert returned before this call and that no remove took is
-    /// in the view's words, in a region its slot's entry names. Steps,
-    /// hops, removes and displacing inserts wait until `f` returns; plain
+    /// split: every item whose insert returned before this call and that
+    /// no remove took is in the view's words, in a region its slot's entry
+    /// names. Steps, hops, removes and displacing inserts wait until `f`
+    /// returns; plain
     /// inserts into free lanes and every lookup go on. A step running when
     /// it is called is finished first (this thread sweeps what is left).
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&RegionsView<'_>) -> R) -> R {
@@ -327,14 +303,12 @@ impl Regions {
             let view = RegionsView {
                 parts: RegionsParts {
                     m0: self.geo.m0(),
-                    addressing: self.geo.addressing(),
                     regions,
                     max_regions: self.max_regions,
                     steps: self.steps(),
                     entries,
                     order,
                 },
-                geo: self.geo,
                 tables,
                 len: self.len(),
                 joining,
@@ -354,10 +328,9 @@ impl Regions {
         self.with_snapshot(|v| {
             let mut region = 0;
             Regions::from_parts(&v.parts, None, |dst| {
-                v.encode(region, 0, v.words(region), dst);
-                for w in dst.chunks_exact_mut(8) {
-                    let v = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-                    w.copy_from_slice(&v.to_ne_bytes());
+                for (b, w) in dst.chunks_exact_mut(8).zip(v.words(region)) {
+                    // Relaxed: as a save's loads (`RegionsView::words`).
+                    b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
                 }
                 region += 1;
                 Ok(())
@@ -369,9 +342,9 @@ impl Regions {
     /// [`RegionsParts::check`]) whose regions' words `fill` writes, one
     /// region at a time in region order, as native-endian bytes (`8 * m0`
     /// of them per call); `len`, if given, is the item count, which must
-    /// be the occupied lanes (else they are the count). Every word is checked ([`word_flaw`]): a level that
-    /// loads is one the engine could have made, with every tag where
-    /// lookups find it.
+    /// be the occupied lanes (else they are the count). Every word is
+    /// checked ([`word_flaw`]): a level that loads is one the engine could
+    /// have made (a tag behind its slot included: see the module docs).
     pub(crate) fn from_parts(
         parts: &RegionsParts,
         len: Option<u64>,

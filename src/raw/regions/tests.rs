@@ -330,7 +330,7 @@ pub(crate) fn fill_with_junk(r: &Regions, region: usize) {
 }
 
 /// Empties region `region` (after [`fill_with_junk`]).
-pub(super) fn empty(r: &Regions, region: usize) {
+pub(crate) fn empty(r: &Regions, region: usize) {
     let t = r.table(region);
     for b in 0..t.buckets() {
         t.word(b).store(0, Ordering::Relaxed);
