@@ -480,13 +480,6 @@ impl CuckooFilter {
         std::iter::successors(Some(Level::Table(self)), |l| l.above())
     }
 
-    /// The level right above this one, if one was published.
-    // Persistence only, which loom builds leave out.
-    #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn upper_level(&self) -> Option<&UpperLevel> {
-        self.upper.get()
-    }
-
     /// Number of levels (1 for a filter that never outgrew its first
     /// table's tag bits).
     pub fn levels_count(&self) -> usize {
