@@ -101,12 +101,14 @@ use std::sync::Arc;
 #[cfg(loom)]
 mod broken;
 mod insert;
+// Persistence only, which loom builds leave out.
+#[cfg(not(loom))]
 mod snapshot;
 mod step;
 #[cfg(test)]
 pub(crate) mod tests;
 
-#[cfg_attr(loom, allow(unused_imports))]
+#[cfg(not(loom))]
 pub(crate) use snapshot::{layout_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
 

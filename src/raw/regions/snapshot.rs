@@ -74,8 +74,8 @@ pub(crate) struct RegionsParts {
 
 /// Why saved parts cannot make a level of regions.
 #[derive(Debug)]
-// Persistence reads every field; until it lands, only `Debug` does.
-#[cfg_attr(test, allow(dead_code))]
+// Some fields are for `Debug` (tests) only: the file's errors name one.
+#[allow(dead_code)]
 pub(crate) enum PartsError {
     /// `m0` is odd or out of range.
     M0(u64),
@@ -243,9 +243,11 @@ pub(crate) struct RegionsView<'a> {
     /// Region `r` at `tables[r]`.
     tables: Vec<&'a Table>,
     /// Items inserted minus removed, when the view was taken.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) len: i64,
     /// Entries that were joining when copied (masked to split): none, by
     /// the argument in the module docs; kept so tests can check it.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) joining: usize,
 }
 
@@ -320,22 +322,6 @@ impl Regions {
         // Release: pairs with the Acquire of the next claimant.
         self.claim.store(0, Ordering::Release);
         view
-    }
-
-    /// A copy of the level, made from a snapshot (for `Clone`): every
-    /// item whose insert returned before the call and that no remove took.
-    pub(crate) fn try_clone(&self) -> Result<Regions, PartsError> {
-        self.with_snapshot(|v| {
-            let mut region = 0;
-            Regions::from_parts(&v.parts, None, |dst| {
-                for (b, w) in dst.chunks_exact_mut(8).zip(v.words(region)) {
-                    // Relaxed: as a save's loads (`RegionsView::words`).
-                    b.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
-                }
-                region += 1;
-                Ok(())
-            })
-        })
     }
 
     /// A level rebuilt from `parts` (checked first, see
