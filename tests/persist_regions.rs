@@ -116,3 +116,75 @@ fn a_save_while_two_threads_insert_holds_every_acknowledged_key() {
         h.join().unwrap();
     }
 }
+
+/// Recomputes both checksums of the record at `at` (its header's and its
+/// trailer's), so an edit reaches the field and payload checks.
+fn reseal(b: &mut [u8], at: usize, end: usize) {
+    let sum = xxhash_rust::xxh3::xxh3_64(&b[at..at + 88]);
+    b[at + 88..at + 96].copy_from_slice(&sum.to_le_bytes());
+    let sum = xxhash_rust::xxh3::xxh3_64(&b[at..end - 8]);
+    b[end - 8..end].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Bits of a level of regions' record flipped and the record resealed:
+/// every bit of its header, and bytes spread over its level block and
+/// words. Each file is refused with a `LoadError` (no panic), or loads as
+/// a filter that saves back to the bytes it was read from and takes more
+/// keys without a false negative.
+#[test]
+fn flipped_and_resealed_region_records_are_refused_or_load_whole() {
+    let f = grown(80_000);
+    assert_eq!(f.stats().levels, 2);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let info = koel::inspect(&bytes[..]).unwrap();
+    let at = bytes.len() - (96 + info.upper_levels[0].payload_bytes as usize + 16);
+    let end = bytes.len();
+    let block = at + 96..at + 96 + 98_336;
+    let header = (at..at + 88).flat_map(|byte| (0..8).map(move |bit| (byte, bit)));
+    let block_bytes = block.clone().step_by(61).map(|byte| (byte, byte % 8));
+    let words = (block.end..end - 16)
+        .step_by(13)
+        .map(|byte| (byte, byte % 8));
+    let (mut refused, mut loaded) = (0, 0);
+    for (byte, bit) in header.chain(block_bytes).chain(words) {
+        let mut b = bytes.clone();
+        b[byte] ^= 1 << bit;
+        reseal(&mut b, at, end);
+        match CuckooFilter::read_from(&b[..]) {
+            Err(_) => refused += 1,
+            Ok(g) => {
+                loaded += 1;
+                let mut again = Vec::new();
+                g.write_to(&mut again).unwrap();
+                assert!(again == b, "byte {byte} bit {bit}: saved back differently");
+                for k in 1u64 << 40..(1 << 40) + 300 {
+                    g.insert(&k).unwrap();
+                }
+                assert!(((1u64 << 40)..(1 << 40) + 300).all(|k| g.contains(&k)));
+            }
+        }
+    }
+    println!("{refused} refused, {loaded} loaded");
+    assert!(refused > 500, "{refused} refused, {loaded} loaded");
+}
+
+/// A file with a level of regions cut anywhere is refused by both loaders.
+#[test]
+fn truncated_files_with_a_level_of_regions_are_refused() {
+    let f = grown(80_000);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.koel");
+    for (i, len) in (0..bytes.len()).step_by(97).enumerate() {
+        assert!(
+            CuckooFilter::read_from(&bytes[..len]).is_err(),
+            "{len} bytes"
+        );
+        if i % 20 == 0 {
+            std::fs::write(&path, &bytes[..len]).unwrap();
+            assert!(CuckooFilter::load(&path).is_err(), "{len} bytes");
+        }
+    }
+}
