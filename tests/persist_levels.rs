@@ -6,8 +6,8 @@
 //!
 //! Version 3 files hold doubling upper levels: the filters here are built
 //! with `doubling_levels` (an unstable hook) to write them. A filter with
-//! a region level, what every filter builds now, refuses to save until
-//! format version 4 (the last test).
+//! a region level, what every filter builds now, saves it as a format
+//! version 4 record (the last test; `tests/persist_regions.rs`).
 
 #![cfg(not(loom))]
 
