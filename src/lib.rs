@@ -220,7 +220,7 @@ pub use filter::{Filter, FilterKind};
 #[doc(hidden)]
 pub use persist::AtomicFile;
 #[cfg(not(loom))]
-pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError};
+pub use persist::{inspect, ChecksumStatus, FileInfo, LoadError, RegionsInfo};
 
 // The Rust examples of the README and the design notes compile and run as
 // doc tests.

@@ -394,18 +394,9 @@ fn snapshot_under_writers(
     kind: Snapshot,
     seed: u64,
 ) -> usize {
-    // Files hold doubling levels until format version 4 brings region
-    // levels' records.
-    let f = match kind {
-        Snapshot::Clone => build(capacity, bits, 1e-2, seed),
-        Snapshot::WriteTo | Snapshot::Save => CuckooFilter::builder()
-            .capacity(capacity)
-            .fingerprint_bits(bits)
-            .doubling_levels()
-            .seed(seed)
-            .build()
-            .unwrap(),
-    };
+    // Region levels, saved as format version 4 records by `WriteTo`
+    // and `Save`.
+    let f = build(capacity, bits, 1e-2, seed);
     let writers = 4usize;
     let key = |w: usize, i: u64| Keys(seed << 50 | (w as u64) << 40 | i).next().unwrap();
     let extra = |w: usize, i: u64| Keys(!(seed << 50 | (w as u64) << 40 | i)).next().unwrap();

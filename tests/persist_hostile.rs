@@ -315,15 +315,21 @@ fn wrong_magic_version_and_kind_are_named() {
     let e = with_field(|b| b[MAGIC..8].copy_from_slice(b"PK\x03\x04koel"));
     assert!(matches!(e, LoadError::NotKoelFile { found } if &found == b"PK\x03\x04koel"));
     assert!(e.to_string().contains("not a koel filter file"), "{e}");
-    let e = with_field(|b| b[VERSION] = 4);
+    let e = with_field(|b| b[VERSION] = 5);
     assert!(matches!(
         e,
         LoadError::UnsupportedVersion {
-            found: 4,
-            supported: 3
+            found: 5,
+            supported: 4
         }
     ));
-    assert!(e.to_string().contains("version 4"), "{e}");
+    assert!(e.to_string().contains("version 5"), "{e}");
+    // Version 4 is a level of regions' record only, never a first level.
+    let e = with_field(|b| b[VERSION] = 4);
+    assert!(
+        matches!(e, LoadError::InvalidLevel { level: 0, reason } if reason.contains("never the first")),
+        "{e}"
+    );
     for kind in [0u8, 3, 255] {
         let e = with_field(|b| b[KIND] = kind);
         assert!(matches!(e, LoadError::UnknownKind(k) if k == kind), "{e}");

@@ -6,8 +6,8 @@
 //!
 //! Version 3 files hold doubling upper levels: the filters here are built
 //! with `doubling_levels` (an unstable hook) to write them. A filter with
-//! a region level, what every filter builds now, refuses to save until
-//! format version 4 (the last test).
+//! a region level, what every filter builds now, saves it as a format
+//! version 4 record (the last test; `tests/persist_regions.rs`).
 
 #![cfg(not(loom))]
 
@@ -538,11 +538,10 @@ fn saving_while_other_threads_insert_keeps_every_earlier_key() {
     }
 }
 
-/// A filter with a region level has no record before format version 4:
-/// `write_to` refuses with `Unsupported`, naming the level, and writes
-/// nothing; the filter is unchanged.
+/// A filter with a region level saves it as a version 4 record and loads
+/// it back (`tests/persist_regions.rs` has the rest).
 #[test]
-fn a_filter_with_a_region_level_refuses_to_save_and_writes_nothing() {
+fn a_filter_with_a_region_level_saves_and_loads() {
     let f = CuckooFilter::builder()
         .capacity(1000)
         .seed(0x1e7e_1504)
@@ -555,11 +554,8 @@ fn a_filter_with_a_region_level_refuses_to_save_and_writes_nothing() {
     assert_eq!(f.stats().levels, 2);
     assert!(f.stats().regions >= 1);
     let mut b = Vec::new();
-    let e = f.write_to(&mut b).unwrap_err();
-    assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
-    assert!(b.is_empty(), "{} bytes written", b.len());
-    let inner = e.get_ref().and_then(|e| e.downcast_ref::<LoadError>());
-    assert_matches!(inner, Some(LoadError::InvalidLevel { level: 1, .. }));
-    assert!(e.to_string().contains("version 4"), "{e}");
-    assert!(keys.iter().all(|k| f.contains(k)));
+    f.write_to(&mut b).unwrap();
+    let g = CuckooFilter::read_from(&b[..]).unwrap();
+    assert_eq!((g.len(), g.stats().regions), (f.len(), f.stats().regions));
+    assert!(keys.iter().all(|k| g.contains(k)));
 }

@@ -130,8 +130,6 @@ impl Chain {
             .fingerprint_bits(bits)
             .hash_like(first)
             .max_false_positive_rate(rate.min(1.0))
-            // Saved with the chain: see `filters::cuckoo`.
-            .doubling_levels()
             .build()
             .map_err(|_| error)?;
         Ok(newest.next.get_or_init(|| Box::new(Link::new(filter))))

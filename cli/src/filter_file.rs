@@ -127,18 +127,11 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn CliFilter>> {
     })
 }
 
-/// `f`, loaded, adding doubling levels as it grows, as the commands'
-/// filters do (`filters::cuckoo`), so that it can be saved again.
-fn doubling(mut f: CuckooFilter) -> CuckooFilter {
-    f.use_doubling_levels();
-    f
-}
-
 /// Loads `path`: a filter of either kind, or a chain.
 pub fn load(path: &Path) -> anyhow::Result<Loaded> {
     let (mut reader, Some(count)) = read_framing(path)? else {
         return match CuckooFilter::load(path) {
-            Ok(f) => Ok(Loaded::Cuckoo(vec![doubling(f)])),
+            Ok(f) => Ok(Loaded::Cuckoo(vec![f])),
             Err(LoadError::WrongKind {
                 found: FilterKind::Bloom,
                 ..
@@ -151,7 +144,7 @@ pub fn load(path: &Path) -> anyhow::Result<Loaded> {
     // At most MAX_CHAIN_FILTERS, checked against the file's length.
     let mut filters = Vec::with_capacity(count as usize);
     walk(path, &mut reader, count, |r, _| {
-        filters.push(doubling(CuckooFilter::read_from(r)?));
+        filters.push(CuckooFilter::read_from(r)?);
         Ok(true)
     })?;
     check_hashing(

@@ -256,13 +256,9 @@ pub fn cuckoo(
     seed: Option<u64>,
     max_rate: Option<f64>,
 ) -> anyhow::Result<CuckooFilter> {
-    // Levels past the tag bits double, as version 3 files hold them: the
-    // commands save their filters, and koel saves region levels only from
-    // format version 4 on.
     let mut builder = CuckooFilter::builder()
         .capacity(items(capacity)?)
-        .fingerprint_bits(fingerprint_bits)
-        .doubling_levels();
+        .fingerprint_bits(fingerprint_bits);
     if let Some(seed) = seed {
         builder = builder.seed(seed);
     }

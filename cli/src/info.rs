@@ -95,6 +95,24 @@ fn show(info: &FileInfo, filter: Option<&dyn CliFilter>, indent: &str) -> anyhow
         for (k, level) in info.upper_levels.iter().enumerate() {
             let slots = level.buckets * u64::from(level.tags_per_bucket);
             let items = level.item_count.unwrap_or(0);
+            if let Some(r) = &level.regions {
+                outln!(
+                    "{indent}level {:<7}{}-bit tags x {}; {} regions of {} buckets (at most {}), {} split slot{}, {} steps; {} items (load {:.1}%); fpr cap {:.1e}",
+                    k + 1,
+                    level.fingerprint_bits,
+                    level.tags_per_bucket,
+                    r.regions,
+                    HumanCount(level.m0),
+                    r.max_regions,
+                    r.split_slots,
+                    if r.split_slots == 1 { "" } else { "s" },
+                    r.steps,
+                    HumanCount(items),
+                    items as f64 * 100.0 / slots.max(1) as f64,
+                    level.max_false_positive_rate.unwrap_or(0.0)
+                )?;
+                continue;
+            }
             outln!(
                 "{indent}level {:<7}{}-bit tags x {}; {} buckets = {} x 2^{}; {} items (load {:.1}%); fpr cap {:.1e}",
                 k + 1,

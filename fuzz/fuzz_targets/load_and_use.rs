@@ -13,7 +13,7 @@ use koel::{BloomFilter, CuckooFilter};
 use libfuzzer_sys::fuzz_target;
 use xxhash_rust::xxh3::xxh3_64;
 
-/// The header's length: 80 bytes in format version 1, 96 in versions 2 and 3.
+/// The header's length: 80 bytes in format version 1, 96 in versions 2 to 4.
 fn header_len(file: &[u8]) -> usize {
     if file[8..10] == [1, 0] {
         80
@@ -57,12 +57,16 @@ fn hash_for(f: &CuckooFilter, m0: u64, bits: u32, bucket: usize, tag: u64) -> Op
         })
 }
 
-/// Hashes that answer "present" because of the tags stored in `file`.
+/// Hashes that answer "present" because of the tags stored in `file`'s
+/// first record (a filter with levels has more records after it, of other
+/// layouts: a level of regions' payload starts with its level block).
 fn stored_keys(f: &CuckooFilter, file: &[u8]) -> Vec<u64> {
     let bits = u32::from(file[16]);
     let m0 = le(&file[24..]);
     let mask = (1u64 << bits) - 1;
-    let payload = &file[header_len(file)..file.len() - 16];
+    // The payload length at offset 56, in every version: the file loaded.
+    let start = header_len(file);
+    let payload = &file[start..start + le(&file[56..]) as usize];
     let mut keys = Vec::new();
     for (bucket, w) in payload.chunks_exact(8).enumerate() {
         let w = le(w);

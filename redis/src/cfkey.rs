@@ -69,11 +69,12 @@ impl CfKey {
         if let Some(seed) = seed {
             b = b.seed(seed);
         }
-        // Levels past the tag bits double, as version 3 files hold them:
-        // koel saves region levels only from format version 4 on, and
-        // RDB and AOF saves must hold every key (a region level's steps
-        // would also run on across commands, which `write` would have to
-        // finish for a replica loaded from a save to match its primary).
+        // Levels past the tag bits double, as version 3 files hold them: a
+        // region level's steps run on across commands, and a save (in a
+        // forked child) takes a running step to its end, so a replica loaded
+        // from an RDB would lay its keys out unlike its primary, and their
+        // false positives could then differ. Region levels wait for a save
+        // that keeps a running step as it is.
         let filter = b.doubling_levels().build().map_err(|e| e.to_string())?;
         Ok(CfKey {
             filter,

@@ -151,11 +151,10 @@ impl CuckooFilterBuilder {
     }
 
     /// Levels past the tag bits are doubling 21x3 tables, as filters of
-    /// format version 3 have them, instead of region levels: a stopgap for
-    /// callers that must save every filter (the CLI's files, the Redis
-    /// module's RDB and AOF) until format version 4 saves region levels,
-    /// for tests of version 3 files, and for comparisons. Hidden, not a
-    /// stable API: it goes once version 4 lands.
+    /// format version 3 have them, instead of region levels: for the Redis
+    /// module (whose saves a replica loads must match its primary, and a
+    /// region level's steps run on across commands), for tests of version 3
+    /// files, and for comparisons. Hidden, not a stable API.
     #[doc(hidden)]
     pub fn doubling_levels(mut self) -> Self {
         self.doubling_levels = true;

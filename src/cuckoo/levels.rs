@@ -480,20 +480,11 @@ impl CuckooFilter {
         std::iter::successors(Some(Level::Table(self)), |l| l.above())
     }
 
-    /// The level right above this one, if one was published.
-    // Persistence only, which loom builds leave out.
-    #[cfg_attr(loom, allow(dead_code))]
-    pub(crate) fn upper_level(&self) -> Option<&UpperLevel> {
-        self.upper.get()
-    }
-
     /// From now on, levels this filter adds past its tag bits are
     /// doubling 21x3 tables, as version 3 files hold them (as
     /// [`CuckooFilterBuilder::doubling_levels`](super::CuckooFilterBuilder::doubling_levels),
-    /// for a loaded filter; levels it has keep their kind). For callers
-    /// that must save every filter until format version 4 can hold region
-    /// levels (the CLI, the Redis module). Hidden, not a stable API: it
-    /// goes once version 4 lands.
+    /// for a loaded filter; levels it has keep their kind). For the Redis
+    /// module (see there). Hidden, not a stable API.
     #[doc(hidden)]
     pub fn use_doubling_levels(&mut self) {
         self.upper.doubling = true;

@@ -11,7 +11,7 @@ mod parallel;
 mod pinned;
 #[cfg(all(test, not(loom)))]
 mod progress_tests;
-mod region_level;
+pub(crate) mod region_level;
 mod sizing;
 pub(crate) mod snapshot;
 mod stats;

@@ -35,6 +35,13 @@ pub(crate) fn shape(h: &Header) -> Result<Shape, LoadError> {
             found,
         });
     }
+    // Version 4 is a cuckoo filter's level of regions only.
+    if h.version == format::REGIONS_VERSION {
+        return Err(LoadError::UnsupportedVersion {
+            found: h.version,
+            supported: 2,
+        });
+    }
     for (offset, value) in [
         (format::offset::TAG_BITS, h.tag_bits),
         (format::offset::GENERATION, h.generation),
@@ -129,7 +136,7 @@ impl PayloadCheck for BitCount {
         self.counted
     }
 
-    fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError> {
         if stored_count != self.counted {
             return Err(LoadError::ItemCountMismatch {
                 stored: stored_count,
@@ -151,6 +158,7 @@ fn set_bits(bytes: &[u8]) -> u64 {
 impl Saved for BloomFilter {
     type Shape = Shape;
     type Check = BitCount;
+    type Level = BloomFilter;
 
     fn shape(h: &Header, _below: Option<&Shape>) -> Result<Shape, LoadError> {
         shape(h)
@@ -160,10 +168,17 @@ impl Saved for BloomFilter {
         false
     }
 
-    fn attach(&self, _above: Self) {
+    fn first(level: BloomFilter) -> Result<BloomFilter, LoadError> {
+        Ok(level)
+    }
+
+    fn attach(&self, _above: BloomFilter) -> Result<(), LoadError> {
         // `level_above` is false for every Bloom shape (`shape` refuses
         // the flag), so the loaders never read a second record.
-        unreachable!("a Bloom filter has no levels")
+        Err(LoadError::InvalidLevel {
+            level: 1,
+            reason: "a Bloom filter has no levels",
+        })
     }
 
     fn payload_len(shape: &Shape) -> u64 {
@@ -178,7 +193,7 @@ impl Saved for BloomFilter {
         shape: &Shape,
         _: &Header,
         _count: u64,
-        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
+        fill: impl FnMut(&mut [u8]) -> io::Result<()>,
     ) -> Result<Self, LoadError> {
         BloomFilter::from_parts(shape.parts, fill).map_err(|e| match e {
             FromPartsError::Allocation { .. } => LoadError::AllocationFailed {

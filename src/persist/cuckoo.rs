@@ -3,15 +3,19 @@
 use super::error::LoadError;
 use super::file;
 use super::format::{self, Header};
+use super::regions::{self, RegionCheck};
 use super::saved::{self, PayloadCheck, Saved};
 use super::stream;
 use crate::cuckoo::levels::UPPER_LAYOUT;
+use crate::cuckoo::levels::{Level, UpperLevel};
+use crate::cuckoo::region_level::RegionLevel;
 use crate::cuckoo::snapshot::FromPartsError;
 use crate::cuckoo::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::filter::FilterKind;
 use crate::hash::{HashAlgorithm, KeyHasher};
 use crate::raw::bucket::{self, L12x5, L16x4, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
+use crate::raw::regions::Regions;
 use crate::sync::{AtomicU64, Ordering};
 use std::io::{self, Read, Write};
 use std::path::Path;
@@ -31,11 +35,26 @@ pub(crate) struct Shape {
     pub(crate) level: usize,
     /// Whether the record of the level above follows this one.
     pub(crate) level_above: bool,
+    /// For a level of regions' record (format version 4): its regions of
+    /// `geo.m0()` buckets each (its geometry is generation 0). `None` for
+    /// a table's record.
+    pub(crate) regions: Option<u64>,
 }
+
+/// Why a first record of format version 4 is refused.
+const REGIONS_NEVER_FIRST: &str = "a level of regions (format version 4) is never the first";
 
 /// Growth codes at offset 20 (version 2).
 const GROWTH_DOUBLE: u32 = 0;
 const GROWTH_FIXED: u32 = 1;
+
+/// The code of `growth` at offset 20.
+pub(crate) fn growth_code(growth: Growth) -> u32 {
+    match growth {
+        Growth::Double => GROWTH_DOUBLE,
+        Growth::Fixed => GROWTH_FIXED,
+    }
+}
 
 /// The growth settings a header holds: version 2 saves them (growth at
 /// offset 20, `max_false_positive_rate` at 64, `max_memory` at 72, 0 for
@@ -82,6 +101,12 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
             found,
         });
     }
+    if h.version == format::REGIONS_VERSION && below.is_none() {
+        return Err(LoadError::InvalidLevel {
+            level: 0,
+            reason: REGIONS_NEVER_FIRST,
+        });
+    }
     let policy = policy(h)?;
     let algorithm = h.algorithm()?;
     let layout = match (h.tag_bits, h.tags_per_bucket, h.words_per_bucket) {
@@ -98,7 +123,12 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
     };
     // The engine's own definition of a table it can run (and grow).
     let generation = u32::from(h.generation);
-    let addressing = crate::cuckoo::addressing_of(algorithm);
+    // A level of regions addresses as its engine does, whatever the hash.
+    let addressing = if h.version == format::REGIONS_VERSION {
+        crate::raw::regions::ADDRESSING
+    } else {
+        crate::cuckoo::addressing_of(algorithm)
+    };
     let geo =
         Geometry::checked(h.m0, generation, layout.tag_bits(), addressing).map_err(
             |e| match e {
@@ -109,15 +139,24 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
                 },
             },
         )?;
+    let regions = (h.version == format::REGIONS_VERSION)
+        .then(|| regions::regions_in(h.buckets, geo.m0()))
+        .transpose()?;
     // `checked` keeps the table's bytes below `isize::MAX`: no overflow.
-    let buckets = geo.buckets();
+    // A level of regions has at most 2^14 regions of at most 2^32 buckets.
+    let buckets = regions.map_or(geo.buckets(), |r| r * geo.m0());
     if h.buckets != buckets {
         return Err(LoadError::BucketCountMismatch {
             stored: h.buckets,
             expected: buckets,
         });
     }
-    let payload_len = buckets * 8;
+    let block = if regions.is_some() {
+        regions::BLOCK_LEN
+    } else {
+        0
+    };
+    let payload_len = block + buckets * 8;
     if h.payload_len != payload_len {
         return Err(LoadError::PayloadLengthMismatch {
             stored: h.payload_len,
@@ -133,6 +172,7 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
         seed: h.seed,
         level: below.map_or(0, |b| b.level + 1),
         level_above: h.level_above(),
+        regions,
     };
     check_level(&shape, below)?;
     Ok(shape)
@@ -163,6 +203,12 @@ fn check_level(shape: &Shape, below: Option<&Shape>) -> Result<(), LoadError> {
         }
         return Ok(());
     };
+    if below.regions.is_some() && shape.regions.is_none() {
+        return invalid("above a level of regions only another level of regions may follow");
+    }
+    if shape.regions.is_some() && shape.geo.generation() != 0 {
+        return invalid("a level of regions has generation 0 (its regions never double)");
+    }
     if shape.layout != UPPER_LAYOUT {
         return invalid("a level above the first must hold 21-bit tags, 3 per bucket");
     }
@@ -271,7 +317,7 @@ impl PayloadCheck for WordCheck {
         self.counted
     }
 
-    fn verdict(&self, stored_count: u64) -> Result<(), LoadError> {
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError> {
         if let Some((word, reason)) = self.first_bad {
             return Err(LoadError::CorruptPayload { word, reason });
         }
@@ -295,7 +341,7 @@ impl PayloadCheck for WordCheck {
 /// per-lane counter for every empty lane, and the counters are summed every
 /// `BLOCK` words, before a 12-bit lane counter could overflow. Plain adds,
 /// ands and shifts, which the compiler vectorises.
-fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
+pub(crate) fn scan<L: Layout>(bytes: &[u8], region_mask: u64, region: u64) -> (u64, u64) {
     // A table that never grew has one region: no tag can be outside it.
     if region_mask == 0 {
         scan_in::<L, false>(bytes, 0, 0)
@@ -333,7 +379,7 @@ fn scan_in<L: Layout, const REGIONS: bool>(
 
 /// Writes `words` into `out` as little-endian bytes; returns the occupied
 /// slots among them.
-fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
+pub(crate) fn encode<L: Layout>(words: &[AtomicU64], out: &mut [u8]) -> u64 {
     for (dst, word) in out.chunks_exact_mut(8).zip(words) {
         // Relaxed: the snapshot's stripe holds (Acquire) order every move
         // and remove before this load; a plain insert racing it may or may
@@ -358,9 +404,63 @@ fn from_parts_error(e: FromPartsError, shape: &Shape) -> LoadError {
     }
 }
 
+/// The payload check of a cuckoo record: a table's words, or a level of
+/// regions' block and words.
+pub(crate) enum Check {
+    Table(WordCheck),
+    Regions(Box<RegionCheck>),
+}
+
+/// The check of a record of `shape`.
+pub(crate) fn check(shape: &Shape) -> Check {
+    match shape.regions {
+        None => Check::Table(WordCheck::new(shape)),
+        Some(r) => Check::Regions(Box::new(RegionCheck::new(shape, r))),
+    }
+}
+
+impl PayloadCheck for Check {
+    fn absorb(&mut self, bytes: &[u8]) {
+        match self {
+            Check::Table(c) => c.absorb(bytes),
+            Check::Regions(c) => c.absorb(bytes),
+        }
+    }
+
+    fn counted(&self) -> u64 {
+        match self {
+            Check::Table(c) => c.counted(),
+            Check::Regions(c) => c.counted(),
+        }
+    }
+
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError> {
+        match self {
+            Check::Table(c) => c.verdict(stored_count),
+            Check::Regions(c) => c.verdict(stored_count),
+        }
+    }
+}
+
+/// One level of a cuckoo filter as a record builds it.
+// Moved once, into its filter: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Loaded {
+    /// A table's record: the first level, or a doubling level above it
+    /// (format versions 1 to 3).
+    Table(CuckooFilter),
+    /// A level of regions' record (format version 4), with its own growth
+    /// settings (its false-positive rate and memory limit).
+    Regions {
+        level: Box<Regions>,
+        policy: GrowthPolicy,
+    },
+}
+
 impl Saved for CuckooFilter {
     type Shape = Shape;
-    type Check = WordCheck;
+    type Check = Check;
+    type Level = Loaded;
 
     fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadError> {
         shape(h, below)
@@ -370,24 +470,50 @@ impl Saved for CuckooFilter {
         shape.level_above
     }
 
-    fn attach(&self, above: Self) {
-        self.attach_loaded(crate::cuckoo::levels::UpperLevel::Doubling(above));
+    fn first(level: Loaded) -> Result<CuckooFilter, LoadError> {
+        match level {
+            Loaded::Table(filter) => Ok(filter),
+            // `check_level` refuses a first record of regions.
+            Loaded::Regions { .. } => Err(LoadError::InvalidLevel {
+                level: 0,
+                reason: REGIONS_NEVER_FIRST,
+            }),
+        }
+    }
+
+    fn attach(&self, above: Loaded) -> Result<(), LoadError> {
+        self.attach_loaded(match above {
+            Loaded::Table(level) => UpperLevel::Doubling(level),
+            Loaded::Regions { level, policy } => UpperLevel::Regions(RegionLevel::loaded(
+                *level,
+                policy.max_false_positive_rate,
+                policy.max_memory,
+            )),
+        });
+        Ok(())
     }
 
     fn payload_len(shape: &Shape) -> u64 {
         shape.payload_len
     }
 
-    fn check(shape: &Shape) -> WordCheck {
-        WordCheck::new(shape)
+    fn check(shape: &Shape) -> Check {
+        check(shape)
     }
 
     fn build(
         shape: &Shape,
         h: &Header,
         count: u64,
-        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
-    ) -> Result<Self, LoadError> {
+        fill: impl FnMut(&mut [u8]) -> io::Result<()>,
+    ) -> Result<Loaded, LoadError> {
+        if let Some(regions) = shape.regions {
+            let level = regions::build(shape, regions, count, fill)?;
+            return Ok(Loaded::Regions {
+                level: Box::new(level),
+                policy: shape.policy,
+            });
+        }
         CuckooFilter::from_parts(
             shape.layout,
             KeyHasher::with_algorithm(h.seed, shape.algorithm),
@@ -396,6 +522,7 @@ impl Saved for CuckooFilter {
             count,
             fill,
         )
+        .map(Loaded::Table)
         .map_err(|e| from_parts_error(e, shape))
     }
 }
@@ -434,7 +561,11 @@ impl CuckooFilter {
     /// level, each as one record of the format and under its own snapshot
     /// (keys never move between levels, so the guarantee above holds for
     /// the whole filter); a level published during the call may or may not
-    /// be in the file, and holds only items inserted during it.
+    /// be in the file, and holds only items inserted during it. A level of
+    /// regions (what every level past the first grows as) is a format
+    /// version 4 record, written after its running step ends (the saving
+    /// thread helps it) while no step, move or remove runs in it; the
+    /// first level's record keeps its version.
     ///
     /// # Errors
     ///
@@ -456,35 +587,33 @@ impl CuckooFilter {
         // level's snapshot. A level published meanwhile holds only items
         // inserted during the call; it is written only if the level below
         // had it when that level's record began.
-        //
-        // Region levels have no record before format version 4: refuse
-        // before writing anything rather than write a wrong file.
-        if let Some(level) = self
-            .levels()
-            .position(|l| matches!(l, crate::cuckoo::levels::Level::Regions(_)))
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                LoadError::InvalidLevel {
-                    level,
-                    reason: "a level of consistent regions has no record before format version 4",
-                },
-            ));
-        }
-        let mut level = Some(self);
+        let mut level = Some(Level::Table(self));
         while let Some(here) = level {
-            let above = match here.upper_level() {
-                Some(crate::cuckoo::levels::UpperLevel::Doubling(f)) => Some(f),
-                _ => None,
-            };
-            here.write_level(&mut writer, above.is_some())?;
+            let above = here.above();
+            match here {
+                Level::Table(f) => f.write_level(&mut writer, above.is_some())?,
+                Level::Regions(r) => r.regions().with_snapshot(|view| {
+                    regions::write_record(
+                        &mut writer,
+                        view,
+                        self.seed(),
+                        self.hash_algorithm(),
+                        &GrowthPolicy {
+                            growth: Growth::Double,
+                            max_memory: r.max_memory(),
+                            max_false_positive_rate: r.own_rate(),
+                        },
+                        above.is_some(),
+                    )
+                })?,
+            }
             level = above;
         }
         Ok(())
     }
 
     /// Writes this level's record; `above`: the level above follows it.
-    fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
+    pub(crate) fn write_level<W: Write>(&self, writer: W, above: bool) -> io::Result<()> {
         self.with_snapshot(|view| {
             let header = Header {
                 version: format::written_version(view.hash_algorithm.id()),
@@ -500,10 +629,7 @@ impl CuckooFilter {
                 seed: view.seed,
                 probe: saved::probe(view.seed, view.hash_algorithm),
                 payload_len: view.words.len() as u64 * 8,
-                param32: match view.policy.growth {
-                    Growth::Double => GROWTH_DOUBLE,
-                    Growth::Fixed => GROWTH_FIXED,
-                },
+                param32: growth_code(view.policy.growth),
                 param64: view.policy.max_false_positive_rate.to_bits(),
                 max_memory: view.policy.max_memory.map_or(0, |m| m as u64),
                 reserved: 0,
@@ -621,6 +747,7 @@ mod tests {
             seed: 0,
             level: 0,
             level_above: false,
+            regions: None,
         })
     }
 

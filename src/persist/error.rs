@@ -195,6 +195,41 @@ pub enum LoadError {
         /// What does not fit.
         reason: &'static str,
     },
+    /// A level of regions (format version 4) has counts no level has: no
+    /// region, more regions than its limit or than the map has slots,
+    /// more steps than regions added, or a map of another size than this
+    /// build's.
+    InvalidRegionLevel {
+        /// The field: `"regions"`, `"region limit"`, `"steps"` or `"map
+        /// slots"`.
+        field: &'static str,
+        /// Its value in the file.
+        value: u64,
+        /// What it must be.
+        reason: &'static str,
+    },
+    /// An entry of a level of regions' slot map is not one the filter
+    /// writes (a region the level does not have, a split slot whose new
+    /// region is not the newer one, bits that must be 0).
+    InvalidSlotEntry {
+        /// The slot, `0..16384`.
+        slot: usize,
+        /// Its entry: the region new tags go to in the low 16 bits, the
+        /// region it is leaving in the high 16.
+        entry: u32,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A level of regions' slot order (the order in which its next step
+    /// considers the slots) is not every slot once, grouped by region.
+    InvalidSlotOrder {
+        /// The position in the order.
+        position: usize,
+        /// The slot there.
+        slot: u16,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The file is valid, but the allocator refused the table.
     AllocationFailed {
         /// Bytes requested.
@@ -343,6 +378,27 @@ impl fmt::Display for LoadError {
                 f,
                 "item count {stored} in the file does not match the {counted} occupied slots in its payload"
             ),
+            LoadError::InvalidRegionLevel {
+                field,
+                value,
+                reason,
+            } => write!(f, "the level of regions' {field} is {value}: {reason}"),
+            LoadError::InvalidSlotEntry {
+                slot,
+                entry,
+                reason,
+            } => write!(
+                f,
+                "the level of regions' map entry {entry:#010x} of slot {slot} is invalid: {reason}"
+            ),
+            LoadError::InvalidSlotOrder {
+                position,
+                slot,
+                reason,
+            } => write!(
+                f,
+                "the level of regions' slot order is invalid at position {position} (slot {slot}): {reason}"
+            ),
             LoadError::AllocationFailed { bytes } => {
                 write!(f, "could not allocate {bytes} bytes for the filter's table")
             }
@@ -400,9 +456,12 @@ mod tests {
             LoadError::UnknownGrowth(_) => 26,
             LoadError::InvalidMaxFalsePositiveRate { .. } => 27,
             LoadError::InvalidLevel { .. } => 28,
+            LoadError::InvalidRegionLevel { .. } => 29,
+            LoadError::InvalidSlotEntry { .. } => 30,
+            LoadError::InvalidSlotOrder { .. } => 31,
         }
     }
-    const VARIANTS: usize = 29;
+    const VARIANTS: usize = 32;
 
     /// One value of every variant, with the words its message must hold
     /// (what is wrong, and the values that say by how much).
@@ -591,6 +650,30 @@ mod tests {
             (
                 LoadError::AllocationFailed { bytes: 1 << 40 },
                 &["allocate 1099511627776 bytes"],
+            ),
+            (
+                LoadError::InvalidRegionLevel {
+                    field: "steps",
+                    value: 12,
+                    reason: "each step adds a region",
+                },
+                &["level of regions", "steps is 12", "each step adds"],
+            ),
+            (
+                LoadError::InvalidSlotEntry {
+                    slot: 77,
+                    entry: 0x0005_0009,
+                    reason: "it names a region the level does not have",
+                },
+                &["map entry 0x00050009", "slot 77", "does not have"],
+            ),
+            (
+                LoadError::InvalidSlotOrder {
+                    position: 5,
+                    slot: 9,
+                    reason: "the slot appears twice",
+                },
+                &["slot order", "position 5", "slot 9", "twice"],
             ),
         ]
     }

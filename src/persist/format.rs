@@ -9,9 +9,13 @@ use xxhash_rust::xxh3::xxh3_64;
 
 /// First 8 bytes of every koel file.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89KOEL\r\n\x1a";
-/// The newest format version this build reads (it reads 1 to 3) and
+/// The newest format version this build reads (it reads 1 to 4) and
 /// writes.
-pub(crate) const FORMAT_VERSION: u16 = 3;
+pub(crate) const FORMAT_VERSION: u16 = 4;
+
+/// The version of a level of regions' record (and of no other record):
+/// a file is written in it only where a filter has such a level.
+pub(crate) const REGIONS_VERSION: u16 = 4;
 
 /// The version a record hashed with the algorithm of id `hash_algorithm`
 /// is written in: 3 for `Fold`, which version 3 introduced (with its
@@ -26,7 +30,7 @@ pub(crate) fn written_version(hash_algorithm: u8) -> u16 {
     }
 }
 
-/// Bytes of a version 2 or 3 header, its checksum included; the longest.
+/// Bytes of a version 2, 3 or 4 header, its checksum included; the longest.
 pub(crate) const HEADER_LEN: usize = 96;
 /// Bytes of a version 1 header, its checksum included.
 pub(crate) const HEADER_LEN_V1: usize = 80;
@@ -74,7 +78,7 @@ pub(crate) mod offset {
     pub(crate) const HEADER_CHECKSUM: usize = 88;
 }
 
-/// The header length of format `version` (1, 2 or 3).
+/// The header length of format `version` (1 to 4).
 pub(crate) fn header_len(version: u16) -> usize {
     if version == 1 {
         HEADER_LEN_V1
@@ -122,8 +126,8 @@ pub(crate) fn check_prefix(b: &[u8]) -> Result<u16, LoadError> {
 /// The header fields, decoded but not yet checked against a filter kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
-    /// The file's format version (1, 2 or 3); `encode` writes the one of
-    /// the hash algorithm ([`written_version`]).
+    /// The record's format version (1 to 4); `encode` writes 4 for 4 and
+    /// else the one of the hash algorithm ([`written_version`]).
     pub(crate) version: u16,
     pub(crate) kind: u8,
     pub(crate) hash_algorithm: u8,
@@ -160,12 +164,17 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 impl Header {
-    /// The header bytes, checksum included, in the version of its hash
-    /// algorithm ([`written_version`]).
+    /// The header bytes, checksum included: a level of regions' record in
+    /// [`REGIONS_VERSION`], any other in the version of its hash algorithm
+    /// ([`written_version`]).
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[..8].copy_from_slice(&MAGIC);
-        let version = written_version(self.hash_algorithm);
+        let version = if self.version == REGIONS_VERSION {
+            REGIONS_VERSION
+        } else {
+            written_version(self.hash_algorithm)
+        };
         b[offset::VERSION..offset::VERSION + 2].copy_from_slice(&version.to_le_bytes());
         b[offset::KIND] = self.kind;
         b[offset::HASH_ALGORITHM] = self.hash_algorithm;
@@ -253,12 +262,15 @@ impl Header {
 
     /// The hash algorithm the header names. Version 1 files were all
     /// hashed with `ahash`; version 2 has `ahash` or XXH3; version 3 is
-    /// `Fold` (the version also fixes how a cuckoo filter addresses).
+    /// `Fold` (the version also fixes how a cuckoo filter addresses);
+    /// version 4, a level of regions, has its filter's, any of them (the
+    /// level checks that it is the level below's).
     pub(crate) fn algorithm(&self) -> Result<HashAlgorithm, LoadError> {
         match (self.version, HashAlgorithm::from_id(self.hash_algorithm)) {
             (1, Some(a @ HashAlgorithm::Ahash))
             | (2, Some(a @ (HashAlgorithm::Ahash | HashAlgorithm::Xxh3)))
-            | (3, Some(a @ HashAlgorithm::Fold)) => Ok(a),
+            | (3, Some(a @ HashAlgorithm::Fold))
+            | (REGIONS_VERSION, Some(a)) => Ok(a),
             _ => Err(LoadError::UnknownHashAlgorithm(self.hash_algorithm)),
         }
     }
@@ -473,12 +485,12 @@ mod tests {
             Err(LoadError::NotKoelFile { .. })
         ));
         let mut b = good;
-        b[8] = 4;
+        b[8] = 5;
         assert!(matches!(
             Header::decode(&b),
             Err(LoadError::UnsupportedVersion {
-                found: 4,
-                supported: 3
+                found: 5,
+                supported: 4
             })
         ));
         let mut b = good;

@@ -1,9 +1,10 @@
 //! What a saved file holds, without building a filter from it.
 
 use super::bloom::{self, BitCount};
-use super::cuckoo::{self, WordCheck};
+use super::cuckoo;
 use super::error::LoadError;
 use super::format::{read_full, Header, TRAILER_LEN};
+use super::regions::RegionsInfo;
 use super::saved::{self, PayloadCheck};
 use super::stream::{self, CHUNK};
 use crate::cuckoo::Growth;
@@ -40,7 +41,8 @@ pub enum ChecksumStatus {
 pub struct FileInfo {
     /// Which kind of filter the file holds.
     pub kind: FilterKind,
-    /// The file's format version (1, 2 or 3).
+    /// The record's format version (1 to 4: a level of regions' record is
+    /// version 4, every other is in the version of its hash algorithm).
     pub format_version: u16,
     /// The hash algorithm's id in the header: 3 = Fold (every cuckoo
     /// filter this build makes, format version 3), 2 = XXH3 (Bloom filters,
@@ -101,6 +103,12 @@ pub struct FileInfo {
     /// Each level above the first, bottom up, described by itself (its own
     /// `levels` is 1). Empty for a filter of one level.
     pub upper_levels: Vec<FileInfo>,
+    /// For a level of regions (format version 4, a level above the first
+    /// of a filter that grew past its tag bits): its regions, their limit,
+    /// its steps and split slots, if the input held the level's block and
+    /// it is valid. `m0` is then the buckets per region, `generation` 0 and
+    /// `buckets` the regions' total. `None` for any other record.
+    pub regions: Option<RegionsInfo>,
 }
 
 impl FileInfo {
@@ -261,6 +269,7 @@ fn inspect_record(
         },
         levels: 1,
         upper_levels: Vec::new(),
+        regions: None,
     };
     match info.kind {
         FilterKind::Cuckoo => {
@@ -272,7 +281,11 @@ fn inspect_record(
             info.growth = Some(shape.policy.growth);
             info.max_false_positive_rate = Some(shape.policy.max_false_positive_rate);
             info.max_memory = shape.policy.max_memory.map(|m| m as u64);
-            let info = stream_payload(reader, header, WordCheck::new(&shape), info)?;
+            let mut check = cuckoo::check(&shape);
+            let mut info = stream_payload(reader, header, &mut check, info)?;
+            if let cuckoo::Check::Regions(c) = &check {
+                info.regions = c.info();
+            }
             Ok((info, Some(shape)))
         }
         FilterKind::Bloom => {
@@ -280,7 +293,7 @@ fn inspect_record(
             info.bits_per_key = shape.parts.hashes;
             info.sized_capacity = Some(shape.parts.capacity);
             info.target_false_positive_rate = Some(shape.parts.target_fpr);
-            let info = stream_payload(reader, header, BitCount::default(), info)?;
+            let info = stream_payload(reader, header, &mut BitCount::default(), info)?;
             Ok((info, None))
         }
     }
@@ -292,7 +305,7 @@ fn inspect_record(
 fn stream_payload(
     mut reader: impl Read,
     header: &[u8],
-    mut check: impl PayloadCheck,
+    check: &mut impl PayloadCheck,
     mut info: FileInfo,
 ) -> Result<FileInfo, LoadError> {
     let mut sum = Xxh3::new();

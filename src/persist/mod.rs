@@ -24,6 +24,7 @@ mod error;
 mod file;
 mod format;
 mod inspect;
+mod regions;
 mod saved;
 #[cfg(feature = "serde")]
 mod serde;
@@ -32,3 +33,4 @@ mod stream;
 pub use error::LoadError;
 pub use file::AtomicFile;
 pub use inspect::{inspect, ChecksumStatus, FileInfo};
+pub use regions::RegionsInfo;

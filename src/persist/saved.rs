@@ -46,7 +46,7 @@ pub(crate) trait PayloadCheck {
     fn counted(&self) -> u64;
     /// After the checksum matched: the payload's content error, if any,
     /// then whether the trailer's count is the one counted.
-    fn verdict(&self, stored_count: u64) -> Result<(), LoadError>;
+    fn verdict(self, stored_count: u64) -> Result<(), LoadError>;
 }
 
 /// A filter kind that can be saved.
@@ -55,6 +55,8 @@ pub(crate) trait Saved: Sized {
     type Shape: Copy;
     /// The kind's check of payload words.
     type Check: PayloadCheck;
+    /// What one record builds: a level of the filter.
+    type Level;
     /// Checks every kind-specific header field except the hash probe, and
     /// that the record may follow `below` (the shape of the record before
     /// it, whose level this one is above; `None` for the first). Allocates
@@ -62,43 +64,66 @@ pub(crate) trait Saved: Sized {
     fn shape(h: &Header, below: Option<&Self::Shape>) -> Result<Self::Shape, LoadError>;
     /// Whether the record of the level above follows a record of `shape`.
     fn level_above(shape: &Self::Shape) -> bool;
+    /// The filter whose first level `level` is (the first record's).
+    fn first(level: Self::Level) -> Result<Self, LoadError>;
     /// Puts `above`, built from the record after this filter's top level,
     /// above that level. Called only when `level_above` said so.
-    fn attach(&self, above: Self);
+    fn attach(&self, above: Self::Level) -> Result<(), LoadError>;
     /// Payload bytes of a file of this shape.
     fn payload_len(shape: &Self::Shape) -> u64;
     /// A fresh payload check.
     fn check(shape: &Self::Shape) -> Self::Check;
-    /// Allocates the filter and lets `fill` write the saved words (as
-    /// native-endian bytes) into it; `count` is the verified item count.
+    /// Allocates the level and lets `fill` write the saved payload into it
+    /// as native-endian words, piece after piece in payload order (each
+    /// call fills the whole slice it gets, a multiple of 8 bytes; the
+    /// pieces cover the payload); `count` is the trailer's item count.
     fn build(
         shape: &Self::Shape,
         h: &Header,
         count: u64,
-        fill: impl FnOnce(&mut [u8]) -> io::Result<()>,
-    ) -> Result<Self, LoadError>;
+        fill: impl FnMut(&mut [u8]) -> io::Result<()>,
+    ) -> Result<Self::Level, LoadError>;
 }
 
-/// Writes a whole file: `header`, then `words` in `CHUNK`s, each turned
+/// Writes a whole record: `header`, then `words` in `CHUNK`s, each turned
 /// into little-endian bytes by `encode` (which returns what it counted
 /// for the trailer), then the trailer.
 pub(crate) fn write_file<W: Write>(
-    mut writer: W,
+    writer: W,
     header: Header,
     words: &[AtomicU64],
+    encode: impl FnMut(&[AtomicU64], &mut [u8]) -> u64,
+) -> io::Result<()> {
+    write_parts(writer, header, &[], &[words], encode)
+}
+
+/// Writes a whole record whose payload is `prefix` (little-endian bytes,
+/// counted as no items), then every run of `runs` in order, in `CHUNK`s
+/// that `encode` turns into little-endian bytes, returning what it
+/// counted for the trailer.
+pub(crate) fn write_parts<W: Write>(
+    mut writer: W,
+    header: Header,
+    prefix: &[u8],
+    runs: &[&[AtomicU64]],
     mut encode: impl FnMut(&[AtomicU64], &mut [u8]) -> u64,
 ) -> io::Result<()> {
     let header = header.encode();
     let mut sum = Xxh3::new();
     sum.update(&header);
     writer.write_all(&header)?;
-    let mut buf = vec![0u8; CHUNK.min(words.len() * 8)];
+    sum.update(prefix);
+    writer.write_all(prefix)?;
+    let longest = runs.iter().map(|r| r.len()).max().unwrap_or(0);
+    let mut buf = vec![0u8; CHUNK.min(longest * 8)];
     let mut count = 0u64;
-    for chunk in words.chunks(CHUNK / 8) {
-        let out = &mut buf[..chunk.len() * 8];
-        count += encode(chunk, out);
-        sum.update(out);
-        writer.write_all(out)?;
+    for words in runs {
+        for chunk in words.chunks(CHUNK / 8) {
+            let out = &mut buf[..chunk.len() * 8];
+            count += encode(chunk, out);
+            sum.update(out);
+            writer.write_all(out)?;
+        }
     }
     let count = count.to_le_bytes();
     sum.update(&count);
@@ -137,7 +162,7 @@ fn read_checked_header<F: Saved>(
 fn read_record<F: Saved>(
     reader: &mut impl Read,
     below: Option<&F::Shape>,
-) -> Result<(F, F::Shape), LoadError> {
+) -> Result<(F::Level, F::Shape), LoadError> {
     let (bytes, h, shape) = read_checked_header::<F>(reader, below)?;
     let mut sum = Xxh3::new();
     sum.update(bytes.as_slice());
@@ -148,25 +173,45 @@ fn read_record<F: Saved>(
     })?;
     let stored_count = stream::read_trailer(reader, sum)?;
     check.verdict(stored_count)?;
-    let filter = F::build(&shape, &h, stored_count, |dst| {
-        dst.copy_from_slice(&payload);
+    let mut rest = &payload[..];
+    let level = F::build(&shape, &h, stored_count, |dst| {
+        let (now, later) = rest.split_at(dst.len());
+        dst.copy_from_slice(now);
         stream::le_to_native_in_place(dst);
+        rest = later;
         Ok(())
     })?;
-    Ok((filter, shape))
+    Ok((level, shape))
 }
 
 /// `read_from` for any kind: reads records until one without a level
-/// above, each verified before its filter is built, and stacks them.
+/// above, each verified before its level is built, and stacks them.
 /// Reads nothing after the last record.
-pub(crate) fn read_from<F: Saved>(mut reader: impl Read) -> Result<F, LoadError> {
-    let (filter, mut shape) = read_record::<F>(&mut reader, None)?;
-    while F::level_above(&shape) {
-        let (level, above) = read_record::<F>(&mut reader, Some(&shape))?;
-        filter.attach(level);
-        shape = above;
+pub(crate) fn read_from<F: Saved>(reader: impl Read) -> Result<F, LoadError> {
+    stack::<F>(read_levels::<F>(reader)?)
+}
+
+/// The filter of `levels`, the first level first.
+fn stack<F: Saved>(levels: Vec<F::Level>) -> Result<F, LoadError> {
+    let mut levels = levels.into_iter();
+    let filter = F::first(levels.next().expect("a file has a first record"))?;
+    for level in levels {
+        filter.attach(level)?;
     }
     Ok(filter)
+}
+
+/// Every level of the file `reader` holds, the first first, each verified
+/// before it is built. Reads nothing after the last record.
+pub(crate) fn read_levels<F: Saved>(mut reader: impl Read) -> Result<Vec<F::Level>, LoadError> {
+    let (first, mut shape) = read_record::<F>(&mut reader, None)?;
+    let mut levels = vec![first];
+    while F::level_above(&shape) {
+        let (level, above) = read_record::<F>(&mut reader, Some(&shape))?;
+        levels.push(level);
+        shape = above;
+    }
+    Ok(levels)
 }
 
 /// Whether `meta`'s file occupies at least its length in storage. A file
@@ -199,9 +244,22 @@ fn verify_payload<F: Saved>(
     f.seek(SeekFrom::Start(record.at + header.len() as u64))?;
     let mut sum = Xxh3::new();
     sum.update(header);
-    let mut check = F::check(shape);
-    let mut buf = vec![0u8; CHUNK.min(usize::try_from(payload_len).unwrap_or(CHUNK))];
-    let mut done = 0u64;
+    finish_verifying::<F>(f, payload_len, 0, sum, F::check(shape))
+}
+
+/// Streams payload bytes `done..payload_len` (the rest of a record, `f`
+/// at byte `done` of its payload) and the trailer through the checksum
+/// `sum` and `check`, in one reused chunk; `Ok` only if the record is
+/// intact and valid.
+fn finish_verifying<F: Saved>(
+    f: &mut impl Read,
+    payload_len: u64,
+    mut done: u64,
+    mut sum: Xxh3,
+    mut check: F::Check,
+) -> Result<(), LoadError> {
+    let left = usize::try_from(payload_len - done).unwrap_or(CHUNK);
+    let mut buf = vec![0u8; CHUNK.min(left)];
     while done < payload_len {
         let want = buf
             .len()
@@ -236,6 +294,11 @@ struct Record<F: Saved> {
 /// up to the file's length, before allocating (and a sparse file's whole
 /// content); then reads each payload straight into its filter.
 pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
+    stack::<F>(load_levels::<F>(path)?)
+}
+
+/// Every level of the file at `path`, as [`load`] reads them.
+pub(crate) fn load_levels<F: Saved>(path: &Path) -> Result<Vec<F::Level>, LoadError> {
     let mut f = std::fs::File::open(path)?;
     let meta = f.metadata()?;
     let actual = meta.len();
@@ -263,11 +326,10 @@ pub(crate) fn load<F: Saved>(path: &Path) -> Result<F, LoadError> {
             verify_payload::<F>(&mut f, record)?;
         }
     }
-    let filter = load_record(&mut f, &first)?;
-    for record in &above {
-        filter.attach(load_record(&mut f, record)?);
-    }
-    Ok(filter)
+    std::iter::once(&first)
+        .chain(&above)
+        .map(|record| load_record(&mut f, record))
+        .collect()
 }
 
 /// The checked header of the record at `at` of a file of `actual` bytes,
@@ -302,9 +364,9 @@ impl<F: Saved> Record<F> {
     }
 }
 
-/// Reads `record`'s payload straight into its filter, verifying it and the
+/// Reads `record`'s payload straight into its level, verifying it and the
 /// checksum.
-fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F, LoadError> {
+fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F::Level, LoadError> {
     let Record {
         at,
         bytes,
@@ -334,9 +396,8 @@ fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F,
     let mut check = F::check(shape);
     // The fill closure reports through io::Error; keep the real cause.
     let mut failure = None;
-    let mut payload_read = false;
+    let mut done = 0u64;
     let filled = F::build(shape, h, claimed_count, |dst| {
-        let mut done = 0u64;
         for part in dst.chunks_mut(CHUNK) {
             let got = read_full(f, part)?;
             if got < part.len() {
@@ -352,22 +413,21 @@ fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F,
             check.absorb(part);
             stream::le_to_native_in_place(part);
         }
-        payload_read = true;
         Ok(())
     });
-    let filter = match filled {
-        Ok(filter) => filter,
+    let level = match filled {
+        Ok(level) => level,
         Err(e) => {
             if let Some(cause) = failure {
                 return Err(cause);
             }
-            if !payload_read {
+            if matches!(e, LoadError::Io(_) | LoadError::AllocationFailed { .. }) {
                 return Err(e);
             }
-            // The payload was read but the kind refused it: a damaged file
-            // is reported as damaged (checksum) before what the damage did.
-            let stored_count = stream::read_trailer(f, sum)?;
-            check.verdict(stored_count)?;
+            // The kind refused the payload (maybe before it was all read):
+            // a damaged file is reported as damaged (checksum) before what
+            // the damage did, so read the rest through the checksum first.
+            finish_verifying::<F>(f, payload_len, done, sum, check)?;
             return Err(e);
         }
     };
@@ -380,5 +440,5 @@ fn load_record<F: Saved>(f: &mut std::fs::File, record: &Record<F>) -> Result<F,
         });
     }
     check.verdict(stored_count)?;
-    Ok(filter)
+    Ok(level)
 }

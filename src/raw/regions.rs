@@ -99,11 +99,22 @@ use std::sync::Arc;
 mod broken;
 mod copy;
 mod insert;
+// Persistence only, which loom builds leave out.
+#[cfg(not(loom))]
+mod snapshot;
 mod step;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
+#[cfg(not(loom))]
+pub(crate) use snapshot::{layout_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
+
+/// How every region turns a hash into a tag and a pair: version 3's
+/// arithmetic (`docs/format.md`, "Key hashing"), whatever the hash
+/// algorithm of the filter (a level's regions only need to agree with each
+/// other; its files rely on it).
+pub(crate) const ADDRESSING: Addressing = Addressing::V3;
 
 /// Log2 of the virtual slots: `2^14` entries of 4 bytes stay in L1.
 #[cfg(not(loom))]
@@ -325,8 +336,7 @@ impl Regions {
         max_regions: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Result<Regions, AllocError> {
-        assert!((1..=MAX_REGIONS).contains(&max_regions));
-        let geo = Geometry::new(m0, 0, Addressing::V3);
+        let geo = Geometry::new(m0, 0, ADDRESSING);
         let map = Arc::new(SlotMap::new());
         let first = new_region(
             geo,
@@ -335,23 +345,50 @@ impl Regions {
             #[cfg(loom)]
             canary,
         )?;
+        let plan = Plan {
+            slots: vec![(0..SLOTS as u16).collect()],
+        };
+        Ok(Self::assemble(
+            geo,
+            map,
+            vec![first],
+            plan,
+            max_regions,
+            #[cfg(loom)]
+            canary,
+        ))
+    }
+
+    /// A level of the regions `regions` (made with `map`, in index order),
+    /// whose slots `plan` assigns as `map` does, at step 0.
+    fn assemble(
+        geo: Geometry,
+        map: Arc<SlotMap>,
+        regions: Vec<Table>,
+        plan: Plan,
+        max_regions: usize,
+        #[cfg(loom)] canary: RegionCanary,
+    ) -> Regions {
+        assert!((1..=MAX_REGIONS).contains(&max_regions));
+        assert!((1..=max_regions).contains(&regions.len()));
+        let count = regions.len();
+        let mut regions = regions.into_iter();
         let tables: Box<[AtomicPtr<Table>]> = (0..max_regions)
-            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .map(|_| {
+                let p = regions.next().map(|t| Box::into_raw(Box::new(t)));
+                AtomicPtr::new(p.unwrap_or(std::ptr::null_mut()))
+            })
             .collect();
-        // Relaxed: nothing else can see the level yet.
-        tables[0].store(Box::into_raw(Box::new(first)), Ordering::Relaxed);
-        Ok(Regions {
+        Regions {
             geo,
             tables,
-            count: AtomicUsize::new(1),
+            count: AtomicUsize::new(count),
             map,
             step: AtomicU64::new(0),
             claim: AtomicUsize::new(0),
             sweep: AtomicPtr::new(std::ptr::null_mut()),
             sweeps: Mutex::new(Vec::new()),
-            plan: Mutex::new(Plan {
-                slots: vec![(0..SLOTS as u16).collect()],
-            }),
+            plan: Mutex::new(plan),
             failed: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
             max_regions,
             max_bytes: usize::MAX,
@@ -361,7 +398,7 @@ impl Regions {
             canary,
             #[cfg(loom)]
             junk_new_regions: false,
-        })
+        }
     }
 
     /// Limits the bytes the level may hold ([`bytes`](Self::bytes)) to

@@ -1,14 +1,13 @@
 //! Whole-level operations that must see no step: `clear` and a
 //! consistent copy (`Clone` of a filter with a region level).
 
-use super::step::Plan;
-use super::{new_region, Entry, Regions, JOINING, MAX_REGIONS, SLOTS};
+use super::{new_region, Regions, SLOTS};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::memory::AllocError;
 use crate::raw::bucket::{self, L21x3};
 use crate::raw::ops;
-use crate::sync::{Backoff, Mutex, Ordering};
+use crate::sync::{Backoff, Ordering};
 
 /// The step claim, held by a whole-level operation: no step begins (and
 /// none runs) until it drops.
@@ -151,76 +150,6 @@ impl Regions {
         level.count.store(regions, Ordering::Relaxed);
         Ok(level)
     }
-
-    /// A level rebuilt from saved parts (format version 4): `regions`
-    /// regions of `m0` buckets, its map's [`SLOTS`] entries as
-    /// [`Frozen::entry`] gave them, and `fill(r, bytes)` writing region
-    /// `r`'s saved words (little-endian) into its zeroed bytes. Checks
-    /// that the counts fit and that every entry names regions below
-    /// `regions`, before it allocates; the words are the caller's to
-    /// check. Its length is its occupied lanes.
-    // Persistence (task P) only, not yet called.
-    #[allow(dead_code)]
-    pub(crate) fn from_saved<E>(
-        m0: u64,
-        max_regions: usize,
-        regions: usize,
-        entries: &[u32],
-        mut fill: impl FnMut(usize, &mut [u8]) -> Result<(), E>,
-    ) -> Result<Result<Regions, E>, SavedRegionsError> {
-        if !(1..=MAX_REGIONS).contains(&max_regions) || !(1..=max_regions).contains(&regions) {
-            return Err(SavedRegionsError::Regions);
-        }
-        if entries.len() != SLOTS {
-            return Err(SavedRegionsError::Map);
-        }
-        if entries.iter().any(|&v| {
-            let e = Entry::unpack(v);
-            v & JOINING != 0 || e.cur >= regions || e.prev >= regions
-        }) {
-            return Err(SavedRegionsError::Map);
-        }
-        let mut level = Regions::with_regions(
-            m0,
-            max_regions,
-            regions,
-            #[cfg(loom)]
-            RegionCanary::None,
-        )
-        .map_err(|e| SavedRegionsError::Alloc { bytes: e.bytes })?;
-        for r in 0..regions {
-            // SAFETY: the pointer came from `Box::into_raw` in
-            // `with_regions` and `&mut level` means nothing else borrows it.
-            let t = unsafe { &mut *level.tables[r].load(Ordering::Relaxed) };
-            if let Err(e) = fill(r, t.words_as_bytes_mut()) {
-                return Ok(Err(e));
-            }
-        }
-        let mut slots = vec![Vec::new(); regions];
-        for (slot, &v) in entries.iter().enumerate() {
-            // Relaxed: the level is not shared yet.
-            level.map.at(slot).store(v, Ordering::Relaxed);
-            slots[Entry::unpack(v).cur].push(slot as u16);
-        }
-        level.plan = Mutex::new(Plan { slots });
-        level.counters.set_len(level.occupied() as i64);
-        Ok(Ok(level))
-    }
-}
-
-/// Why saved parts of a region level do not make one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-// Persistence (task P) only, not yet called.
-#[allow(dead_code)]
-pub(crate) enum SavedRegionsError {
-    /// The region count or limit is 0, or above `MAX_REGIONS`, or the
-    /// count above the limit.
-    Regions,
-    /// The map is not `SLOTS` entries each naming regions below the count
-    /// (or one is marked joining, which no frozen level holds).
-    Map,
-    /// The allocator refused `bytes`.
-    Alloc { bytes: usize },
 }
 
 /// A level frozen by [`Regions::with_frozen`]: what a copy or a save reads.
@@ -259,10 +188,8 @@ impl Frozen<'_> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::{Regions, SLOTS};
-    use super::SavedRegionsError;
+    use super::super::Regions;
     use crate::raw::regions::tests::key;
-    use crate::sync::Ordering;
 
     fn keys(seed: u64) -> impl Iterator<Item = u64> {
         (0..).map(move |i| key(seed, i))
@@ -299,46 +226,6 @@ mod tests {
             r.insert(k).unwrap();
         }
         assert!(ks.iter().all(|&k| r.contains(k)));
-    }
-
-    #[test]
-    fn a_frozen_level_rebuilt_from_its_parts_finds_every_key() {
-        let r = Regions::new(64, 64).unwrap();
-        let ks: Vec<u64> = keys(7).take(3_000).collect();
-        for &k in &ks {
-            r.insert(k).unwrap();
-        }
-        let (regions, entries, words) = r.with_frozen(|f| {
-            let entries: Vec<u32> = (0..SLOTS).map(|s| f.entry(s)).collect();
-            let words: Vec<Vec<u8>> = (0..f.regions())
-                .map(|i| {
-                    f.words(i)
-                        .iter()
-                        .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
-                        .collect()
-                })
-                .collect();
-            (f.regions(), entries, words)
-        });
-        let back = Regions::from_saved(64, 64, regions, &entries, |i, bytes| {
-            bytes.copy_from_slice(&words[i]);
-            Ok::<(), ()>(())
-        })
-        .unwrap()
-        .unwrap();
-        assert_eq!((back.regions(), back.len()), (regions, 3_000));
-        assert!(ks.iter().all(|&k| back.contains(k)));
-        for k in keys(8).take(3_000) {
-            back.insert(k).unwrap();
-        }
-        assert!(back.regions() > regions);
-        assert!(ks.iter().all(|&k| back.contains(k)));
-        let mut bad = entries.clone();
-        bad[5] = regions as u32;
-        let refused = Regions::from_saved(64, 64, regions, &bad, |_, _| Ok::<(), ()>(()));
-        assert_eq!(refused.err(), Some(SavedRegionsError::Map));
-        let refused = Regions::from_saved(64, 4, regions, &entries, |_, _| Ok::<(), ()>(()));
-        assert_eq!(refused.err(), Some(SavedRegionsError::Regions));
     }
 
     /// A byte budget that pays three regions: the step that would add a

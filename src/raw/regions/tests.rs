@@ -17,15 +17,15 @@ use std::time::Duration;
 const M0: u64 = 9260;
 
 /// The `i`th key of stream `seed` (SplitMix64's output function).
-pub(super) fn key(seed: u64, i: u64) -> u64 {
+pub(crate) fn key(seed: u64, i: u64) -> u64 {
     let mut z = seed.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
 
-const PRESENT: u64 = 0x5EED;
-const ABSENT: u64 = 0xAB5E;
+pub(crate) const PRESENT: u64 = 0x5EED;
+pub(crate) const ABSENT: u64 = 0xAB5E;
 
 /// What a filled level measures.
 struct Measured {
@@ -308,7 +308,7 @@ fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
 /// Fills every lane of region `region` with tags of slots that stay in
 /// region 0 (junk no key asks for, which no sweep moves), so nothing
 /// finds room there.
-fn fill_with_junk(r: &Regions, region: usize) {
+pub(crate) fn fill_with_junk(r: &Regions, region: usize) {
     let t = r.table(region);
     let g = *r.geometry();
     let mut filler = 0u64;
@@ -330,7 +330,7 @@ fn fill_with_junk(r: &Regions, region: usize) {
 }
 
 /// Empties region `region` (after [`fill_with_junk`]).
-fn empty(r: &Regions, region: usize) {
+pub(crate) fn empty(r: &Regions, region: usize) {
     let t = r.table(region);
     for b in 0..t.buckets() {
         t.word(b).store(0, Ordering::Relaxed);
