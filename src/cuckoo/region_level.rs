@@ -8,7 +8,7 @@ use super::Stats;
 use crate::error::InsertError;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::{MAX_M0, MIN_M0};
-use crate::raw::regions::{Refused, Regions, MAX_REGIONS, SLOTS};
+use crate::raw::regions::{Refused, Regions, MAP_BYTES, MAX_REGIONS};
 use crate::raw::table::Table;
 
 /// The load a region level's regions reach before a step adds regions
@@ -91,7 +91,7 @@ pub(crate) fn first_region_bound() -> f64 {
 /// Heap bytes of a new region level of `m0` buckets per region: its first
 /// region, its map and its marks.
 pub(crate) fn first_bytes(m0: u64) -> usize {
-    Table::bytes_for_region(m0 as usize).saturating_add(2 * SLOTS * 4)
+    Table::bytes_for_region(m0 as usize).saturating_add(MAP_BYTES)
 }
 
 impl RegionLevel {

@@ -52,7 +52,7 @@ impl Table {
     }
 
     /// A zeroed region of a level that grows by regions (`regions.rs`):
-    /// one stripe per 64 buckets (a level has hundreds of regions, and
+    /// one stripe per 256 buckets (a level has hundreds of regions, and
     /// [`new`](Self::new)'s one per four would cost a region as many bits
     /// per key as a small table's), and `pin` for its displacements.
     pub(crate) fn for_region(geo: Geometry, pin: Pin) -> Result<Table, AllocError> {
@@ -61,9 +61,9 @@ impl Table {
         Self::with_stripes(geo, Self::region_stripes_for(buckets), Some(pin))
     }
 
-    /// Stripes of a region of `buckets` buckets: one per 64.
+    /// Stripes of a region of `buckets` buckets: one per 256.
     fn region_stripes_for(buckets: usize) -> usize {
-        (buckets / 64).next_power_of_two().clamp(2, MAX_STRIPES)
+        (buckets / 256).next_power_of_two().clamp(2, MAX_STRIPES)
     }
 
     /// Heap bytes a region of `buckets` buckets takes ([`for_region`](Self::for_region)).

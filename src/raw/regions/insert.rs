@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{step::NoStep, Entry, Refused, Regions, JOINING};
+use super::{mark, step::NoStep, Entry, Refused, Regions, JOINING};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -191,7 +191,7 @@ impl Regions {
             return true;
         }
         // Relaxed: the fence below orders it.
-        self.failed[slot].fetch_max(step as u32, Ordering::Relaxed);
+        self.failed[slot].fetch_max(mark(step), Ordering::Relaxed);
         // SeqCst: pairs with the fence in `end_step` between its joining
         // CAS and its load of the mark. If this fence comes first in their
         // total order, that load sees the mark; otherwise the load below

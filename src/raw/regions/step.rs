@@ -4,7 +4,8 @@
 
 use super::insert::Hopped;
 use super::{
-    new_region, slot_of, Entry, Refused, Regions, SlotMap, CHUNK, JOINING, SLOTS, STEP_DIVISOR,
+    mark, new_region, slot_of, Entry, Refused, Regions, SlotMap, CHUNK, JOINING, SLOTS,
+    STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
@@ -261,7 +262,7 @@ impl Regions {
                 if self.hop(r, e.cur, at) == Hopped::NoRoom && e.prev == r {
                     // Relaxed: `end_step` runs after this chunk's `done`
                     // (AcqRel), which orders it.
-                    self.failed[slot].fetch_max(sweep.step as u32, Ordering::Relaxed);
+                    self.failed[slot].fetch_max(mark(sweep.step), Ordering::Relaxed);
                 }
             }
         }
@@ -270,7 +271,7 @@ impl Regions {
     /// Ends the step of `sweep`, whose chunks are all swept: joins every
     /// split slot whose hops all found room in this step, drops the claim.
     fn end_step(&self, sweep: &Sweep) {
-        let step = sweep.step as u32;
+        let step = mark(sweep.step);
         for slot in 0..SLOTS {
             let entry = self.map.at(slot);
             // Acquire: as in `contains` (this thread writes nothing it read).
