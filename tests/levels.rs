@@ -92,6 +92,25 @@ fn a_tight_cap_still_grows_ten_thousand_fold() {
     assert!(rate <= cap, "measured FPR {rate} above the cap {cap}");
 }
 
+/// Region levels whose budget pays few regions start at the room below, as
+/// doubling levels did, so a cap near the first table's own rate still
+/// leaves room to grow: capped at 2e-4, a filter for 1,000 keys takes 500
+/// times as many (region levels that all started at 0.4 of the room below
+/// stopped at about 123 times, lab `cap_room`).
+#[test]
+fn a_cap_near_the_first_tables_rate_still_grows_hundreds_fold() {
+    let cap = 2e-4;
+    let f = capped(1_000, cap, 3);
+    let keys: Vec<u64> = Keys(7).take(500_000).collect();
+    for (i, k) in keys.iter().enumerate() {
+        f.insert(k)
+            .unwrap_or_else(|e| panic!("refused at {i} keys: {e}"));
+    }
+    assert!(keys.iter().all(|k| f.contains(k)), "a key was lost");
+    let rate = measured_fpr(&f, &absent(400_000));
+    assert!(rate <= cap, "measured FPR {rate} above the cap {cap}");
+}
+
 /// When the levels have spent the cap, the refusal names the user's cap
 /// and the rate one more level would bring the filter to, not a level's
 /// own share of the budget; the estimate is still within the cap; and

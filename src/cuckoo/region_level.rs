@@ -28,6 +28,12 @@ const START: f64 = 0.4;
 /// keys, about 350,000 keys against more than 900,000).
 const LEAST_GROWTH: f64 = 2.0;
 
+/// Regions a level must be able to take to start at [`START`]: the small
+/// start pays off in memory only over many fine steps (the model's 400 or
+/// so); a level whose budget pays fewer starts at the room below, as a
+/// doubling level does, so that tight caps grow as far as they did.
+const FINE_REGIONS: usize = 256;
+
 /// A level of consistent regions.
 pub(crate) struct RegionLevel {
     regions: Regions,
@@ -61,7 +67,11 @@ impl Plan {
             return None;
         }
         let per_bucket = L21x3::LANES as f64 * 0.9;
-        let start = START.max(LEAST_GROWTH / max_regions as f64);
+        let start = if max_regions >= FINE_REGIONS {
+            START
+        } else {
+            1.0_f64.max(LEAST_GROWTH / max_regions as f64)
+        };
         let m0 = (start * items as f64 / per_bucket).ceil() as u64;
         let m0 = (m0 + (m0 & 1)).clamp(MIN_M0, MAX_M0);
         Some(Plan {
