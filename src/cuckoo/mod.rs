@@ -646,7 +646,12 @@ impl CuckooFilter {
     /// table. Otherwise it displaces other tags along a short path, taking
     /// one bucket-pair stripe at a time (blocking under contention on that
     /// pair), and during a doubling it may wait until its buckets are
-    /// migrated (behind a save: until the save ends).
+    /// migrated (behind a save: until the save ends). Not yet so in a level
+    /// grown by regions (past the tag bits): while such a level runs a
+    /// growth step, an insert into it first helps move one chunk of keys,
+    /// and may wait for a bucket-pair stripe that a stopped `remove` or
+    /// move holds (`docs/design.md`, "No wait for a stopped sweeper", has
+    /// the fix, built but not landed).
     ///
     /// # Past the tag bits
     ///
