@@ -4,10 +4,8 @@
 
 mod common;
 
-use common::{readers_never_miss_acknowledged_keys, stress_threads, Keys};
+use common::{insert_unique_wins, readers_never_miss_acknowledged_keys, stress_threads, Keys};
 use koel::{CuckooFilter, InsertError};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::thread;
 
 /// Keys never inserted by any test here (a disjoint range).
 fn absent(n: usize) -> Vec<u64> {
@@ -179,24 +177,7 @@ fn insert_unique_has_at_most_one_winner_across_level_publication() {
         .unwrap();
     let n = 150_000usize;
     let keys: Vec<u64> = Keys(77).take(n).collect();
-    let wins: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
-    let threads = stress_threads().max(2);
-    thread::scope(|s| {
-        for t in 0..threads {
-            let (f, keys, wins) = (&f, &keys, &wins);
-            s.spawn(move || {
-                // Each thread walks the keys from its own offset, so that
-                // every key is raced by threads at different moments.
-                for j in 0..n {
-                    let i = (j + t * 7919) % n;
-                    if f.insert_unique(&keys[i]).unwrap() {
-                        wins[i].fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let won: Vec<u8> = wins.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    let won = insert_unique_wins(&f, &keys);
     assert!(won.iter().all(|&w| w <= 1), "a key had two winners");
     let none = won.iter().filter(|&&w| w == 0).count();
     assert!(

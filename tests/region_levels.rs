@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{readers_never_miss_acknowledged_keys, stress_threads, Keys};
+use common::{insert_unique_wins, readers_never_miss_acknowledged_keys, stress_threads, Keys};
 use koel::{CuckooFilter, InsertError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::thread;
@@ -56,22 +56,7 @@ fn insert_unique_racing_across_region_levels_has_one_winner() {
     let f = small_levels(43);
     let n = 60_000usize;
     let keys: Vec<u64> = Keys(4_300).take(n).collect();
-    let wins: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
-    let threads = stress_threads().max(2);
-    thread::scope(|s| {
-        for t in 0..threads {
-            let (f, keys, wins) = (&f, &keys, &wins);
-            s.spawn(move || {
-                for j in 0..n {
-                    let i = (j + t * 7919) % n;
-                    if f.insert_unique(&keys[i]).unwrap() {
-                        wins[i].fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    });
-    let won: Vec<u8> = wins.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    let won = insert_unique_wins(&f, &keys);
     assert!(won.iter().all(|&w| w <= 1), "a key had two winners");
     let none = won.iter().filter(|&&w| w == 0).count();
     assert!(none as f64 <= 0.01 * n as f64, "{none} keys had no winner");

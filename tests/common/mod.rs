@@ -111,3 +111,26 @@ pub fn readers_never_miss_acknowledged_keys(
     });
     checks.load(Ordering::Relaxed)
 }
+
+/// Races `insert_unique` of every key on [`stress_threads`] threads (at
+/// least two), each walking the keys from its own offset so that every key
+/// is raced at different moments; returns how many threads won each key.
+pub fn insert_unique_wins(f: &CuckooFilter, keys: &[u64]) -> Vec<u8> {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    let n = keys.len();
+    let wins: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(0)).collect();
+    std::thread::scope(|s| {
+        for t in 0..stress_threads().max(2) {
+            let wins = &wins;
+            s.spawn(move || {
+                for j in 0..n {
+                    let i = (j + t * 7919) % n;
+                    if f.insert_unique(&keys[i]).unwrap() {
+                        wins[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    wins.iter().map(|w| w.load(Ordering::Relaxed)).collect()
+}
