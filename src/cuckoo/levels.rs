@@ -3,7 +3,7 @@
 //! Each doubling spends a tag bit, so a table stops doubling at its
 //! `max_false_positive_rate` (64x with 16-bit tags at the default 1%). A
 //! [`Growth::Double`] filter then publishes an *upper level*: a *region
-//! level* (`region_level.rs` over `raw/regions.rs`) of 21-bit tags, 3 per
+//! level* (`levels/region.rs` over `raw/regions.rs`) of 21-bit tags, 3 per
 //! word, whose regions of `m0` buckets each are added about a twelfth at a
 //! time (`max(1, R / 12)`), moving only the keys of the slots the new
 //! regions take. Its first region has 0.4 of the room of the level below
@@ -46,7 +46,8 @@
 //!   refused step is `MemoryLimit` against the user's `max_memory` (the
 //!   insert that needed it is not stored, no key is lost).
 
-use super::region_level::{first_bytes, first_region_bound, Plan, RegionLevel};
+pub(crate) mod region;
+
 use super::{CuckooFilter, Growth, GrowthPolicy, LayoutKind};
 use crate::error::InsertError;
 use crate::hash::HashAlgorithm;
@@ -54,6 +55,7 @@ use crate::raw::bucket::L21x3;
 use crate::raw::geometry::Geometry;
 use crate::raw::table::Table;
 use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering};
+use region::{first_bytes, first_region_bound, Plan, RegionLevel};
 
 /// Runs `f` out of line: the dispatch arm of the levels' layout, kept off
 /// the first level's paths.

@@ -11,7 +11,6 @@ mod parallel;
 mod pinned;
 #[cfg(all(test, not(loom)))]
 mod progress_tests;
-pub(crate) mod region_level;
 mod sizing;
 pub(crate) mod snapshot;
 mod stats;

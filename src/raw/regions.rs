@@ -150,6 +150,44 @@ const _: () = assert!(MAX_REGIONS < 1 << 15);
 pub(crate) const MAP_BYTES: usize =
     SLOTS * (std::mem::size_of::<u32>() + std::mem::size_of::<u16>());
 
+// The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
+// share, here so that neither imports the other.
+
+/// What a hop did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hopped {
+    Moved,
+    /// No copy of the tag was left in the source pair.
+    Gone,
+    /// The destination pair had no room: the tag stays in the source.
+    NoRoom,
+}
+
+/// Why a step could not begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoStep {
+    /// Another thread runs a step.
+    Running,
+    /// The level has its most regions.
+    Refused,
+    /// The level's byte budget cannot pay one more region: it would hold
+    /// `needed` bytes.
+    Memory { needed: usize },
+    /// The allocator refused a region of `bytes` bytes.
+    Alloc { bytes: usize },
+}
+
+impl NoStep {
+    /// The refusal an insert that needed this step answers.
+    pub(crate) fn refusal(self) -> Refused {
+        match self {
+            NoStep::Running | NoStep::Refused => Refused::Full,
+            NoStep::Memory { needed } => Refused::Memory { needed },
+            NoStep::Alloc { bytes } => Refused::Alloc { bytes },
+        }
+    }
+}
+
 /// Step `step`'s failure mark (`Regions::failed`). Every step adds a
 /// region, so no level counts more steps than [`MAX_REGIONS`], and 16 bits
 /// hold every step number: half the bytes of a `u32` per slot (32 KiB a

@@ -2,8 +2,7 @@
 //! protocol (`crate::loom_support::RegionCanary`). The real code calls one
 //! only under `cfg(loom)`, when a model set its canary.
 
-use super::insert::Hopped;
-use super::{count_two, slot_of, Regions};
+use super::{count_two, slot_of, Hopped, Regions};
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::cas::take;

@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{mark, step::NoStep, Entry, Refused, Regions, JOINING};
+use super::{mark, Entry, Hopped, NoStep, Refused, Regions, JOINING};
 #[cfg(loom)]
 use crate::loom_support::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -12,16 +12,6 @@ use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::pause;
 use crate::raw::stripe::StripeLock;
 use crate::sync::{fence, Backoff, Ordering};
-
-/// What a hop did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Hopped {
-    Moved,
-    /// No copy of the tag was left in the source pair.
-    Gone,
-    /// The destination pair had no room: the tag stays in the source.
-    NoRoom,
-}
 
 impl Regions {
     /// Inserts hash `h`.

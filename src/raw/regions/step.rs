@@ -2,9 +2,8 @@
 //! moves the old regions' tags whose slots moved, in chunks that inserts
 //! help with.
 
-use super::insert::Hopped;
 use super::{
-    mark, new_region, slot_of, Entry, Refused, Regions, SlotMap, CHUNK, JOINING, SLOTS,
+    mark, new_region, slot_of, Entry, Hopped, NoStep, Regions, SlotMap, CHUNK, JOINING, SLOTS,
     STEP_DIVISOR,
 };
 #[cfg(loom)]
@@ -13,31 +12,6 @@ use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
 use crate::raw::pause;
 use crate::sync::{fence, AtomicUsize, Backoff, Ordering};
-
-/// Why a step could not begin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum NoStep {
-    /// Another thread runs a step.
-    Running,
-    /// The level has its most regions.
-    Refused,
-    /// The level's byte budget cannot pay one more region: it would hold
-    /// `needed` bytes.
-    Memory { needed: usize },
-    /// The allocator refused a region of `bytes` bytes.
-    Alloc { bytes: usize },
-}
-
-impl NoStep {
-    /// The refusal an insert that needed this step answers.
-    pub(super) fn refusal(self) -> Refused {
-        match self {
-            NoStep::Running | NoStep::Refused => Refused::Full,
-            NoStep::Memory { needed } => Refused::Memory { needed },
-            NoStep::Alloc { bytes } => Refused::Alloc { bytes },
-        }
-    }
-}
 
 /// The running step's sweep: its old buckets, in chunks.
 pub(super) struct Sweep {

@@ -3,8 +3,8 @@
 //! (docs/design.md, "Wiring the engine into the filter"). It owns its
 //! regions, its link to the level above and its false-positive budget.
 
-use super::levels::{Upper, UpperLevel};
-use super::Stats;
+use super::{Upper, UpperLevel};
+use crate::cuckoo::Stats;
 use crate::error::InsertError;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::{MAX_M0, MIN_M0};
