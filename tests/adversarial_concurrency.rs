@@ -145,6 +145,11 @@ fn chaos(f: &CuckooFilter, threads: usize, fresh_per_thread: usize, hot: usize, 
                                         tally.hot[h] = 1;
                                         unique_win[h] = false;
                                     }
+                                    // Up to one copy per thread: from
+                                    // tags_per_bucket on, a key whose
+                                    // buckets no displacement frees is
+                                    // refused (documented on insert).
+                                    Err(InsertError::TooManyCopies { copies }) if copies >= f.tags_per_bucket() as usize => {}
                                     // Copies left behind by ambiguous
                                     // removes (a key in two levels) pile up
                                     // (see a_key_inserted_in_two_levels_...).
