@@ -3,7 +3,6 @@
 use super::error::LoadError;
 use super::file;
 use super::format::{self, Header};
-use super::regions::{self, RegionCheck};
 use super::saved::{self, PayloadCheck, Saved};
 use super::stream;
 use crate::cuckoo::levels::region::RegionLevel;
@@ -19,6 +18,12 @@ use crate::raw::regions::Regions;
 use crate::sync::{AtomicU64, Ordering};
 use std::io::{self, Read, Write};
 use std::path::Path;
+
+// The record of a level grown by regions (format version 4).
+mod regions;
+
+use regions::RegionCheck;
+pub use regions::RegionsInfo;
 
 /// A cuckoo header's shape, validated.
 #[derive(Clone, Copy, Debug)]

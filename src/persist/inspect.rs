@@ -2,9 +2,9 @@
 
 use super::bloom::{self, BitCount};
 use super::cuckoo;
+use super::cuckoo::RegionsInfo;
 use super::error::LoadError;
 use super::format::{read_full, Header, TRAILER_LEN};
-use super::regions::RegionsInfo;
 use super::saved::{self, PayloadCheck};
 use super::stream::{self, CHUNK};
 use crate::cuckoo::Growth;

@@ -16,7 +16,8 @@
 //! Split by concern: `format` (layout, header codec), `error`
 //! ([`LoadError`]), `stream` (reading parts from any reader), `saved` (the
 //! write and load steps every kind shares), `cuckoo` (the cuckoo filter's
-//! header checks, payload check and API), `file` (atomic replace), `inspect`.
+//! header checks, payload check and API; its child `regions`, a region
+//! level's record), `file` (atomic replace), `inspect`.
 
 mod bloom;
 mod cuckoo;
@@ -24,13 +25,12 @@ mod error;
 mod file;
 mod format;
 mod inspect;
-mod regions;
 mod saved;
 #[cfg(feature = "serde")]
 mod serde;
 mod stream;
 
+pub use cuckoo::RegionsInfo;
 pub use error::LoadError;
 pub use file::AtomicFile;
 pub use inspect::{inspect, ChecksumStatus, FileInfo};
-pub use regions::RegionsInfo;

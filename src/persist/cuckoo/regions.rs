@@ -3,13 +3,13 @@
 //! slot map, the slot order) and the regions' words, written from a
 //! snapshot and read back into a [`Regions`] whose every part was checked.
 
-use super::cuckoo::{self, Shape};
-use super::error::LoadError;
-use super::format::{self, Header};
-use super::saved::{self, PayloadCheck};
-use super::stream;
+use super::{self as cuckoo, Shape};
 use crate::cuckoo::{Growth, GrowthPolicy};
 use crate::hash::HashAlgorithm;
+use crate::persist::error::LoadError;
+use crate::persist::format::{self, Header};
+use crate::persist::saved::{self, PayloadCheck};
+use crate::persist::stream;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::Geometry;
 use crate::raw::regions::{layout_flaw, PartsError, Regions, RegionsParts, RegionsView};
@@ -309,7 +309,7 @@ pub(crate) fn write_record<W: Write>(
         seed,
         probe: saved::probe(seed, algorithm),
         payload_len: BLOCK_LEN + 8 * buckets,
-        param32: super::cuckoo::growth_code(Growth::Double),
+        param32: cuckoo::growth_code(Growth::Double),
         param64: policy.max_false_positive_rate.to_bits(),
         max_memory: policy.max_memory.map_or(0, |m| m as u64),
         reserved: 0,
