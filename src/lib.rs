@@ -198,6 +198,8 @@ mod raw;
 mod sync;
 
 #[cfg(loom)]
+mod canary;
+#[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_support;
 

@@ -33,7 +33,7 @@ pub struct CuckooFilterBuilder {
     /// growing by regions: [`doubling_levels`](Self::doubling_levels).
     doubling_levels: bool,
     #[cfg(loom)]
-    canary: crate::loom_support::Canary,
+    canary: crate::canary::Canary,
 }
 
 impl Default for CuckooFilterBuilder {
@@ -164,7 +164,7 @@ impl CuckooFilterBuilder {
     /// Selects a deliberately broken protocol (loom canaries only).
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn canary(mut self, canary: crate::loom_support::Canary) -> Self {
+    pub fn canary(mut self, canary: crate::canary::Canary) -> Self {
         self.canary = canary;
         self
     }

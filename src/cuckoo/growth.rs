@@ -151,7 +151,7 @@ impl CuckooFilter {
         }
         let armed = t.room().arm();
         #[cfg(loom)]
-        if t.canary == crate::loom_support::Canary::UncheckedFullHint {
+        if t.canary == crate::canary::Canary::UncheckedFullHint {
             // Deliberately broken: the hint is set on the first search's
             // failure, which may predate a remove that already checked it.
             t.room().confirm(armed);
@@ -320,7 +320,7 @@ impl CuckooFilter {
             return;
         };
         #[cfg(loom)]
-        if t.canary == crate::loom_support::Canary::ImmediateRelease {
+        if t.canary == crate::canary::Canary::ImmediateRelease {
             // Deliberately broken: released while an announced writer may
             // still be about to CAS into the table.
             release.run();

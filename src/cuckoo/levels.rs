@@ -669,7 +669,7 @@ impl CuckooFilter {
             || self.build_upper(),
             |upper, level| {
                 #[cfg(loom)]
-                if self.writers.canary == crate::loom_support::Canary::RouteAfterPublish {
+                if self.writers.canary == crate::canary::Canary::RouteAfterPublish {
                     // Deliberately broken order, for the loom canary: a
                     // thread that sees the level may insert into it before
                     // the route says that lookups must look there.

@@ -528,7 +528,7 @@ impl CuckooFilter {
             if let Some(m) = t.migration() {
                 if let Ok(r) = read(t, Some(m.next()), at) {
                     #[cfg(loom)]
-                    if t.canary == crate::loom_support::Canary::UncheckedRetiredRead {
+                    if t.canary == crate::canary::Canary::UncheckedRetiredRead {
                         // Deliberately broken: trusts a read that may have
                         // met released (zeroed) words.
                         return r;

@@ -53,7 +53,7 @@ impl CuckooFilter {
     pub(crate) fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotView<'_>) -> R) -> R {
         let _pin = self.writer_pin();
         #[cfg(loom)]
-        if self.table().canary == crate::loom_support::Canary::UnfinishedSnapshot {
+        if self.table().canary == crate::canary::Canary::UnfinishedSnapshot {
             // Deliberately broken: no migration finished, no stripe held.
             return f(&self.view(self.table()));
         }

@@ -279,7 +279,7 @@ pub(crate) fn is_forwarded(old: &Table, j: usize) -> bool {
 #[cfg(loom)]
 mod broken {
     use super::*;
-    use crate::loom_support::Canary;
+    use crate::canary::Canary;
 
     /// `ForwardBeforeCopy`: the old bucket is forwarded before the copy
     /// exists. `true` if it ran instead of the real forwarding.

@@ -317,7 +317,7 @@ pub(crate) fn occupied<L: Layout>(old: &Table, next: &Table) -> usize {
 #[cfg(loom)]
 mod broken {
     use super::*;
-    use crate::loom_support::Canary;
+    use crate::canary::Canary;
 
     /// `UnvalidatedNegative`: the read across both tables is trusted
     /// without validation.

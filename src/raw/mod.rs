@@ -22,7 +22,10 @@
 //! * `writers`: which threads are writing, so a replaced table's pages are
 //!   returned only when no writer can reach them (no epoch pin per write);
 //! * `pause`: pause points that let unit tests stop a writer mid-step;
-//! * `regions`: a level that grows by consistent regions (not wired yet).
+//! * `regions`: a level that grows by consistent regions (inserts, steps,
+//!   sweeps, snapshots);
+//! * `slot_map`: which region holds each of a level's virtual slots, and
+//!   the pin a region's displacements ask (below `regions` and `table`).
 //!
 //! # Progress: which operation may wait for which
 //!
@@ -63,6 +66,7 @@ pub(crate) mod path;
 pub(crate) mod pause;
 pub(crate) mod regions;
 pub(crate) mod room;
+pub(crate) mod slot_map;
 pub(crate) mod stripe;
 pub(crate) mod table;
 pub(crate) mod tables;

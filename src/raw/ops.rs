@@ -73,7 +73,7 @@ use super::pause;
 use super::stripe::{count_stands, miss_stands, StripeLock, SEALED};
 use super::table::Table;
 #[cfg(loom)]
-use crate::loom_support::Canary;
+use crate::canary::Canary;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 
 /// The table is being replaced by its successor: go on there.

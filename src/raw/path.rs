@@ -407,7 +407,7 @@ fn copy<L: Layout>(
 mod broken {
     use super::super::cas::put;
     use super::*;
-    use crate::loom_support::Canary;
+    use crate::canary::Canary;
 
     pub(super) fn move_tag<L: Layout>(
         t: &Table,

@@ -87,14 +87,14 @@ use super::bucket::{self, L21x3, Layout};
 use super::counters::Counters;
 use super::geometry::{Addressing, Geometry, Located};
 use super::ops;
+use super::slot_map::Pin;
+pub(crate) use super::slot_map::{slot_of, Entry, SlotMap, JOINING, MAX_REGIONS, SLOTS};
 use super::stripe::count_stands;
 use super::table::Table;
 #[cfg(loom)]
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::memory::AllocError;
-use crate::sync::{
-    AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Backoff, Mutex, Ordering,
-};
+use crate::sync::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Backoff, Mutex, Ordering};
 use std::sync::Arc;
 
 #[cfg(loom)]
@@ -118,32 +118,12 @@ use step::{Plan, Sweep};
 /// other; its files rely on it).
 pub(crate) const ADDRESSING: Addressing = Addressing::V3;
 
-/// Log2 of the virtual slots: `2^14` entries of 4 bytes stay in L1.
-#[cfg(not(loom))]
-const SLOT_BITS: u32 = 14;
-#[cfg(loom)]
-const SLOT_BITS: u32 = 2;
-
-/// Virtual slots of the map.
-pub(crate) const SLOTS: usize = 1 << SLOT_BITS;
-
 /// Buckets one sweep chunk covers: a few microseconds of work for the
 /// insert that claims it.
 #[cfg(not(loom))]
 const CHUNK: usize = 256;
 #[cfg(loom)]
 const CHUNK: usize = 2;
-
-/// Most regions a level may have: one per slot (a region given no slot
-/// would take no key). Region indices fit in 15 bits of an entry.
-pub(crate) const MAX_REGIONS: usize = SLOTS;
-
-/// An entry's bit that says a step's end is joining the slot (see
-/// `end_step`): readers ignore it and read both regions, as for any split
-/// slot; a stale insert that needs the slot split clears it.
-pub(crate) const JOINING: u32 = 1 << 31;
-
-const _: () = assert!(MAX_REGIONS < 1 << 15);
 
 /// Heap bytes of a level's map and failure marks (96 KiB), whatever its
 /// size.
@@ -199,102 +179,6 @@ pub(crate) fn mark(step: u64) -> u16 {
 
 /// The steps' growth ratio: `max(1, R / STEP_DIVISOR)` new regions.
 const STEP_DIVISOR: usize = 12;
-
-/// The slot of the tag `tag` whose pair's lower bucket is `low` (a local
-/// index): the same from either bucket of the pair.
-#[inline(always)]
-pub(crate) fn slot_of(tag: u64, low: usize) -> usize {
-    let mut x = ((low as u64) << 21) ^ tag;
-    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    x ^= x >> 29;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    (x >> (64 - SLOT_BITS)) as usize
-}
-
-/// One map entry, unpacked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    /// The region new tags of the slot go to.
-    pub(crate) cur: usize,
-    /// The region the slot is leaving (`cur` if none).
-    pub(crate) prev: usize,
-}
-
-impl Entry {
-    fn pack(self) -> u32 {
-        debug_assert!(self.cur <= MAX_REGIONS && self.prev <= MAX_REGIONS);
-        self.cur as u32 | (self.prev as u32) << 16
-    }
-
-    /// The entry of word `v`, whether or not it is [`JOINING`].
-    fn unpack(v: u32) -> Entry {
-        Entry {
-            cur: (v & 0xFFFF) as usize,
-            prev: ((v & !JOINING) >> 16) as usize,
-        }
-    }
-
-    fn whole(region: usize) -> Entry {
-        Entry {
-            cur: region,
-            prev: region,
-        }
-    }
-
-    /// Whether the slot has tags in two regions (moving, or split).
-    pub(crate) fn is_split(self) -> bool {
-        self.cur != self.prev
-    }
-}
-
-/// The slot map, shared by the level and its regions' pins.
-pub(crate) struct SlotMap {
-    entries: Box<[AtomicU32]>,
-}
-
-impl SlotMap {
-    fn new() -> SlotMap {
-        SlotMap {
-            entries: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
-        }
-    }
-
-    #[inline(always)]
-    fn at(&self, slot: usize) -> &AtomicU32 {
-        &self.entries[slot]
-    }
-
-    /// The entry of `slot`, loaded with `order`.
-    #[inline(always)]
-    fn load(&self, slot: usize, order: Ordering) -> Entry {
-        Entry::unpack(self.at(slot).load(order))
-    }
-}
-
-/// What a region's displacements ask before moving a tag (`path.rs`):
-/// whether the running step is moving the tag's slot out of this region.
-pub(crate) struct Pin {
-    map: Arc<SlotMap>,
-    region: usize,
-    /// The `Unpinned` canary: nothing is ever pinned.
-    #[cfg(loom)]
-    ignored: bool,
-}
-
-impl Pin {
-    /// Whether `tag` of the pair `{i, j}` is leaving this region.
-    #[inline]
-    pub(crate) fn holds(&self, tag: u64, i: usize, j: usize) -> bool {
-        #[cfg(loom)]
-        if self.ignored {
-            return false;
-        }
-        // Relaxed: the search only plans with it; `path::unpin_or_undo`
-        // loads it after a SeqCst fence, which carries the ordering.
-        let e = self.map.load(slot_of(tag, i.min(j)), Ordering::Relaxed);
-        e.prev == self.region && e.cur != self.region
-    }
-}
 
 /// Why an insert was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -702,17 +586,17 @@ fn new_region(
     region: usize,
     #[cfg(loom)] canary: RegionCanary,
 ) -> Result<Table, AllocError> {
-    let pin = Pin {
-        map: Arc::clone(map),
+    let pin = Pin::new(
+        Arc::clone(map),
         region,
         #[cfg(loom)]
-        ignored: canary == RegionCanary::Unpinned,
-    };
+        (canary == RegionCanary::Unpinned),
+    );
     #[cfg(loom)]
     {
         let mut t = Table::for_region(geo, pin)?;
         if canary == RegionCanary::PinCheckedBeforeCopy {
-            t.canary = crate::loom_support::Canary::PinCheckedBeforeCopy;
+            t.canary = crate::canary::Canary::PinCheckedBeforeCopy;
         }
         Ok(t)
     }

@@ -131,7 +131,7 @@ impl<'t> StripeLock<'t> {
                 // writer took the stripe (the insert of the key a `remove`
                 // takes, say) is visible to that reader's bucket loads.
                 #[cfg(loom)]
-                let take = if crate::loom_support::acquire_only_take() {
+                let take = if crate::canary::acquire_only_take() {
                     Ordering::Acquire
                 } else {
                     Ordering::AcqRel

@@ -5,8 +5,8 @@
 
 use super::bucket::Layout;
 use super::geometry::{Addressing, Geometry, Located};
-use super::regions::Pin;
 use super::room::RoomHint;
+use super::slot_map::Pin;
 use crate::memory::{AllocError, HugePages, Release, Words};
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::ptr::NonNull;
@@ -40,7 +40,7 @@ pub(crate) struct Table {
     pin: Option<Pin>,
     /// A deliberately broken protocol, for the loom canaries only.
     #[cfg(loom)]
-    pub(crate) canary: crate::loom_support::Canary,
+    pub(crate) canary: crate::canary::Canary,
 }
 
 impl Table {
@@ -100,7 +100,7 @@ impl Table {
             room: RoomHint::new(),
             pin,
             #[cfg(loom)]
-            canary: crate::loom_support::Canary::None,
+            canary: crate::canary::Canary::None,
         })
     }
 

@@ -33,7 +33,7 @@
 //! release waits to see at zero.
 
 #[cfg(loom)]
-use crate::loom_support::Canary;
+use crate::canary::Canary;
 use crate::memory::Release;
 use crate::raw::counters;
 use crate::sync::{compiler_fence, fence, AtomicU64, Mutex, MutexGuard, Ordering};

@@ -1,9 +1,9 @@
 //! The loom canaries' deliberately broken variants of the regions
-//! protocol (`crate::loom_support::RegionCanary`). The real code calls one
+//! protocol (`crate::canary::RegionCanary`). The real code calls one
 //! only under `cfg(loom)`, when a model set its canary.
 
 use super::{count_two, slot_of, Hopped, Regions};
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::cas::take;
 use crate::raw::geometry::Located;

@@ -3,7 +3,7 @@
 
 use super::{new_region, Regions, SLOTS};
 #[cfg(loom)]
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::memory::AllocError;
 use crate::raw::bucket::{self, L21x3};
 use crate::raw::ops;

@@ -4,7 +4,7 @@
 
 use super::{mark, Entry, Hopped, NoStep, Refused, Regions, JOINING};
 #[cfg(loom)]
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
 use crate::raw::cas::take;
 use crate::raw::geometry::Located;

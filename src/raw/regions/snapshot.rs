@@ -44,7 +44,7 @@ use super::{
     new_region, slot_of, Entry, Plan, Regions, SlotMap, ADDRESSING, JOINING, MAX_REGIONS, SLOTS,
 };
 #[cfg(loom)]
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
 use crate::raw::table::Table;

@@ -7,7 +7,7 @@ use super::{
     STEP_DIVISOR,
 };
 #[cfg(loom)]
-use crate::loom_support::RegionCanary;
+use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
 use crate::raw::pause;
