@@ -1065,19 +1065,10 @@ impl CuckooFilter {
                 growths,
                 growth_refusals,
                 migrating: migration.is_some(),
-                displacements: totals.displacements,
-                paths_by_length: totals.paths,
-                stale_paths: totals.stale_paths,
-                insert_failures: totals.full,
-                validation_retries: 0,
-                cas_retries: totals.cas_retries,
                 retired_bytes,
                 retired_resident_bytes,
-                levels: 1,
-                regions: 0,
-                split_slots: 0,
-                region_steps: 0,
                 ambiguous_removes: self.counters.ambiguous_removes(),
+                ..Stats::counted(&totals)
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The statistics snapshot of a [`CuckooFilter`](crate::CuckooFilter).
 
-use crate::raw::counters::PATH_HISTOGRAM;
+use crate::raw::counters::{Totals, PATH_HISTOGRAM};
 
 /// Sizes and operation counters of a filter at one moment, from
 /// [`CuckooFilter::stats`](crate::CuckooFilter::stats).
@@ -113,6 +113,42 @@ impl Stats {
     /// Bits of table per stored item (`memory_bytes * 8 / len`).
     pub fn bits_per_item(&self) -> f64 {
         self.memory_bytes as f64 * 8.0 / self.len.max(1) as f64
+    }
+
+    /// One level's operation counters from its `totals`, every other field
+    /// zero (or one level): each kind of level fills in its sizes.
+    pub(crate) fn counted(totals: &Totals) -> Stats {
+        Stats {
+            len: 0,
+            occupied_slots: 0,
+            capacity: 0,
+            buckets: 0,
+            load_factor: 0.0,
+            memory_bytes: 0,
+            huge_pages: false,
+            version_stripes: 0,
+            fingerprint_bits: 0,
+            tags_per_bucket: 0,
+            generation: 0,
+            false_positive_rate: 0.0,
+            max_false_positive_rate: 0.0,
+            growths: 0,
+            growth_refusals: 0,
+            migrating: false,
+            displacements: totals.displacements,
+            paths_by_length: totals.paths,
+            stale_paths: totals.stale_paths,
+            insert_failures: totals.full,
+            validation_retries: 0,
+            cas_retries: totals.cas_retries,
+            retired_bytes: 0,
+            retired_resident_bytes: 0,
+            levels: 1,
+            regions: 0,
+            split_slots: 0,
+            region_steps: 0,
+            ambiguous_removes: 0,
+        }
     }
 }
 
