@@ -69,13 +69,7 @@ impl CfKey {
         if let Some(seed) = seed {
             b = b.seed(seed);
         }
-        // Levels past the tag bits double, as version 3 files hold them: a
-        // region level's steps run on across commands, and a save (in a
-        // forked child) takes a running step to its end, so a replica loaded
-        // from an RDB would lay its keys out unlike its primary, and their
-        // false positives could then differ. Region levels wait for a save
-        // that keeps a running step as it is.
-        let filter = b.doubling_levels().build().map_err(|e| e.to_string())?;
+        let filter = b.build().map_err(|e| e.to_string())?;
         Ok(CfKey {
             filter,
             options,
@@ -83,17 +77,20 @@ impl CfKey {
         })
     }
 
-    /// Runs a write and leaves the filter with one table: a doubling the
-    /// write started is finished before the command returns. koel would
-    /// migrate it a chunk per later write; finishing it here makes the
-    /// in-memory filter exactly what a save of it loads as, so a replica
-    /// fed from an RDB snapshot and its primary stay word for word equal.
+    /// Runs a write and leaves no growth running: a doubling, or a region
+    /// level's step, that the write started is finished before the command
+    /// returns. koel would carry either on a chunk per later write (and a
+    /// save in a forked child would finish it in the child's copy alone);
+    /// finishing it here makes the in-memory filter exactly what a save of
+    /// it loads as, so a replica fed from an RDB snapshot and its primary
+    /// stay word for word equal.
     pub fn write<R>(&mut self, op: impl FnOnce(&CuckooFilter) -> R) -> R {
         let before = self.filter.memory_usage();
         let r = op(&self.filter);
         if self.filter.memory_usage() != before {
-            // `write_to` finishes a running migration before it reads the
-            // table; the bytes go nowhere. Once per doubling.
+            // Both growths allocate when they begin. `write_to` finishes a
+            // running migration, and a running step, before it reads the
+            // words; the bytes go nowhere. Once per doubling or step.
             let _ = self.filter.write_to(io::sink());
         }
         r
@@ -147,9 +144,9 @@ impl CfKey {
         };
         let deleted = f.u64()?;
         f.end()?;
-        let mut filter = CuckooFilter::read_from(&mut payload).map_err(|e| e.to_string())?;
-        // As in `create`: the levels it adds double.
-        filter.use_doubling_levels();
+        // Levels saved as doubling ones (by versions before region levels)
+        // keep doubling; the levels it adds grow by regions.
+        let filter = CuckooFilter::read_from(&mut payload).map_err(|e| e.to_string())?;
         if !payload.is_empty() {
             return Err("bytes after the filter".into());
         }
@@ -231,5 +228,42 @@ mod tests {
             assert!(!k.filter.stats().migrating, "after insert {i}");
         }
         assert!(k.filter.generation() >= 4);
+    }
+
+    /// The same for the region levels a filter adds past its tag bits: no
+    /// step is left running between commands, so a save (in a forked
+    /// child) never has one to finish, and a filter decoded from any save
+    /// goes on word for word as the one that was saved.
+    #[test]
+    fn region_steps_are_finished_by_the_write_that_started_them() {
+        let options = Options {
+            capacity: 64,
+            ..Options::default()
+        };
+        let mut k = CfKey::create(options, Some(1)).unwrap();
+        let mut memory = k.memory();
+        let mut saved = None;
+        for i in 0..60_000u32 {
+            k.insert(&i.to_le_bytes(), false).unwrap();
+            // Steps and doublings begin only where memory grows.
+            if k.memory() != memory {
+                memory = k.memory();
+                assert!(!k.filter.stats().migrating, "after insert {i}");
+                if k.filter.stats().region_steps == 3 && saved.is_none() {
+                    saved = Some((i, CfKey::decode(&k.encode().unwrap()).unwrap()));
+                }
+            }
+        }
+        let s = k.filter.stats();
+        assert!(s.levels >= 2 && s.region_steps >= 5, "{s:?}");
+        // A replica resynchronised at the third step, fed the rest.
+        let (at, mut replica) = saved.expect("a third step");
+        for i in at + 1..60_000u32 {
+            replica.insert(&i.to_le_bytes(), false).unwrap();
+        }
+        assert!(
+            replica.encode().unwrap() == k.encode().unwrap(),
+            "the replica's bytes differ"
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! A real primary and replicas: after adds, deletes, growth and refused
 //! inserts, each replica answers every CF.COUNT / BF.EXISTS as the
-//! primary does and holds the same bytes (SCANDUMP), both for a replica
+//! primary does and holds the same bytes (SCANDUMP), also for a filter
+//! grown into a region level, both for a replica
 //! fed the command stream from the start and for one that joined later
 //! through a full resynchronisation (an RDB snapshot of a grown filter).
 
@@ -23,6 +24,7 @@ fn replica_of(primary: &Server) -> Server {
 fn writes(c: &mut redis::Connection, from: u64, to: u64) {
     each(c, "CF.ADD", "grow", from..to);
     each(c, "CF.DEL", "grow", (from..to).step_by(3));
+    each(c, "CF.ADD", "deep", from..to);
     each(c, "CF.ADDNX", "auto", from..to);
     each(c, "CF.ADDNX", "auto", from..to); // retries: all 0
     each(c, "BF.ADD", "bloom", from..to);
@@ -41,6 +43,7 @@ fn writes(c: &mut redis::Connection, from: u64, to: u64) {
 fn assert_agree(primary: &mut redis::Connection, replica: &mut redis::Connection, what: &str) {
     for (key, bloom) in [
         ("grow", false),
+        ("deep", false),
         ("auto", false),
         ("fixed", false),
         ("bloom", true),
@@ -62,10 +65,14 @@ fn replicas_answer_exactly_as_their_primary() {
     let early = replica_of(&primary);
     q::<String>(p, &[b"CF.RESERVE", b"grow", b"300", b"BUCKETSIZE", b"3"]);
     q::<String>(p, &[b"CF.RESERVE", b"fixed", b"200", b"EXPANSION", b"0"]);
+    // 12-bit tags stop doubling at 4x: the rest goes to a region level,
+    // whose steps each add regions.
+    q::<String>(p, &[b"CF.RESERVE", b"deep", b"100", b"BUCKETSIZE", b"5"]);
     writes(p, 0, N / 2);
     let acked: i64 = q(p, &[b"WAIT", b"1", b"10000"]);
     assert_eq!(acked, 1);
     assert!(cf_info(p, "grow", "Doublings") >= 3);
+    assert!(cf_info(p, "deep", "Number of filters") >= 2);
     assert_agree(p, &mut early.connection(), "streamed replica");
 
     // A replica that starts from a snapshot of the grown filters.

@@ -151,10 +151,8 @@ impl CuckooFilterBuilder {
     }
 
     /// Levels past the tag bits are doubling 21x3 tables, as filters of
-    /// format version 3 have them, instead of region levels: for the Redis
-    /// module (whose saves a replica loads must match its primary, and a
-    /// region level's steps run on across commands), for tests of version 3
-    /// files, and for comparisons. Hidden, not a stable API.
+    /// format version 3 have them, instead of region levels: for tests of
+    /// version 3 files and for comparisons. Hidden, not a stable API.
     #[doc(hidden)]
     pub fn doubling_levels(mut self) -> Self {
         self.doubling_levels = true;

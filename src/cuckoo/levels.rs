@@ -482,16 +482,6 @@ impl CuckooFilter {
         std::iter::successors(Some(Level::Table(self)), |l| l.above())
     }
 
-    /// From now on, levels this filter adds past its tag bits are
-    /// doubling 21x3 tables, as version 3 files hold them (as
-    /// [`CuckooFilterBuilder::doubling_levels`](super::CuckooFilterBuilder::doubling_levels),
-    /// for a loaded filter; levels it has keep their kind). For the Redis
-    /// module (see there). Hidden, not a stable API.
-    #[doc(hidden)]
-    pub fn use_doubling_levels(&mut self) {
-        self.upper.doubling = true;
-    }
-
     /// Number of levels (1 for a filter that never outgrew its first
     /// table's tag bits).
     pub fn levels_count(&self) -> usize {
