@@ -122,6 +122,13 @@ pub enum RegionCanary {
     /// fence between them: it can miss the bump while the sweep misses
     /// its tag.
     UnfencedInsert,
+    /// A hop between regions copies without checking, under the source
+    /// stripe, that the source still holds the tag: a chunk swept twice
+    /// (by a stopped claimant and by a waiting sweeper) copies it twice.
+    UncheckedResweep,
+    /// A helper that may not wait marks its chunk done though it skipped a
+    /// pair: the step can end with a tag of a moved slot left behind.
+    DoneWithSkips,
     /// Displacement inside a region ignores the pins of the running step:
     /// a tag about to hop can move from a bucket the sweep has not reached
     /// to one it has swept, and is left behind.

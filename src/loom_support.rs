@@ -59,7 +59,9 @@ impl RegionsModel {
         self.0.grow()
     }
 
-    /// Sweeps one chunk of the running step; `false` if none was left.
+    /// Helps the running step as an insert with room does (one chunk, never
+    /// waiting: held stripes and full pairs are skipped, and the chunk given
+    /// back); `false` if it swept nothing.
     pub fn help(&self) -> bool {
         self.0.help()
     }

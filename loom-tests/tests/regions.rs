@@ -4,8 +4,9 @@
 //! key (model R1), counts it (R4) or removes it (R5), an insert of a key
 //! of that slot races the step (model R2), or a displacement inside region
 //! 0 would move a tag of that slot past the sweep (model R3), or an insert
-//! races a step whose new region has no room (R6), each with the canaries
-//! that must fail it.
+//! races a step whose new region has no room (R6), or a helper that may not
+//! wait sweeps a chunk that a waiting sweeper sweeps again (R9), each with
+//! the canaries that must fail it.
 //!
 //! Under loom a region has 4 buckets of three 21-bit tags, the map has four
 //! slots and a sweep chunk covers two buckets. The first step adds one
@@ -321,6 +322,68 @@ fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
         );
         Ok(())
     });
+}
+
+/// Model R9: a helper that may not wait (an insert with room) claims the
+/// chunk of `x` (slot [`MOVING`], pair in chunk 0) while `finish_step`
+/// sweeps every chunk not done, that one too: the chunk may be swept twice
+/// at once, and `x` is then moved once, neither lost nor copied twice.
+/// With `full`, the new region has no free lane: the helper skips `x` and
+/// gives the chunk back, the waiting sweep finds no room and leaves the
+/// slot split.
+fn chunk_swept_twice(name: &str, canary: RegionCanary, full: bool) {
+    let x = key(MOVING, |i1, i2| i1 < 2 && i2 < 2);
+    model(name, move || {
+        let level = Arc::new(if full {
+            RegionsModel::with_full_new_regions(2, canary)
+        } else {
+            RegionsModel::new(2, canary)
+        });
+        ensure!(level.insert(x), "pre-fill: insert refused");
+        ensure!(level.grow(), "no step began");
+        let helper = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.help())
+        };
+        level.finish_step();
+        helper.join().unwrap();
+        ensure!(level.contains(x), "false negative: x after the step");
+        let n = level.count(x);
+        ensure!(n == 1, "x counted {n} times: a copy lost or duplicated");
+        let split = if full { (1, 0) } else { (1, 1) };
+        ensure!(
+            level.entry(MOVING) == split,
+            "the step left the slot at {:?}",
+            level.entry(MOVING)
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_chunk_swept_twice() {
+    chunk_swept_twice("a_chunk_swept_twice", RegionCanary::None, false);
+}
+
+#[test]
+#[should_panic(expected = "x counted 2 times")]
+fn canary_unchecked_resweep() {
+    chunk_swept_twice(
+        "canary_unchecked_resweep",
+        RegionCanary::UncheckedResweep,
+        false,
+    );
+}
+
+#[test]
+fn a_helper_skipping_a_full_pair() {
+    chunk_swept_twice("a_helper_skipping_a_full_pair", RegionCanary::None, true);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_done_with_skips() {
+    chunk_swept_twice("canary_done_with_skips", RegionCanary::DoneWithSkips, true);
 }
 
 #[test]

@@ -21,6 +21,9 @@ pub(crate) enum Point {
     /// A hop between two regions (`regions.rs`) has copied its tag into
     /// the new region and not yet cleared it from the old one.
     RegionHopCopied,
+    /// A sweep chunk's sweeper (`regions.rs`) has read a bucket and its
+    /// tag's entry, and is about to hop the tag (holding no stripe).
+    SweepHopping,
     /// A step's end (`regions.rs`) is about to join a split slot's entry.
     EndStepJoining,
     /// A step's end has marked a split slot's entry joining and not yet

@@ -35,13 +35,16 @@
 //! * A **step**: one claimant allocates `max(1, R / 12)` regions, moves
 //!   slots greedily from the fullest regions to the new ones (writing each
 //!   moved entry), bumps the counter, and opens a **sweep** over every old
-//!   bucket in chunks that inserts claim one at a time. Each chunk hops the
-//!   tags whose region is no longer their slot's `cur`. The thread that
-//!   finishes the last chunk ends the step: moved entries become
-//!   `cur | cur << 16`, unless a hop of that slot found no room.
+//!   bucket in chunks (to do, claimed, done). Sweeping a chunk hops the
+//!   tags whose region is no longer their slot's `cur`; it is idempotent,
+//!   so a chunk may be swept twice. The thread that marks the last chunk
+//!   done ends the step: moved entries become `cur | cur << 16`, unless a
+//!   hop of that slot found no room.
 //! * A slot whose hop found no room stays **split** (`prev` kept) until a
 //!   later step's sweep moves what is left; lookups of it read two regions.
-//! * While a slot leaves a region it is **pinned** there ([`Pin`]):
+//! * While a slot leaves a region during a step it is **pinned** there
+//!   ([`Pin`]; outside steps nothing is, which spares the search a look
+//!   at the map per tag):
 //!   displacement inside the region leaves its tags where they are. A tag
 //!   moved from a bucket the sweep has not reached into one it has swept
 //!   would be left behind. The search skips pinned tags, and a hop checks
@@ -52,16 +55,23 @@
 //!
 //! * `contains` waits for nothing; `count` waits only for a hop of its own
 //!   tag (as in one table).
-//! * An insert sweeps at most one chunk for the common good. One whose
-//!   region is full while a step runs sweeps chunk after chunk until the
-//!   sweep has made room (or the step ends); once every chunk is claimed it
-//!   waits for their owners. **Not yet as the plain table promises**: the
-//!   chunk an insert sweeps may hop from a pair whose stripe a stopped
-//!   `remove` or hop holds, so an insert into a free lane can wait, and a
-//!   chunk owner that stops keeps the step from ending (found in review,
-//!   2026-12-06; the planned fix, in docs/design.md: helpers skip held
-//!   stripes and give the chunk back, and chunks, whose sweeping is
-//!   idempotent, may be swept again by an insert that needs room).
+//! * An insert helps with at most one chunk. One whose pair has a free
+//!   lane does it **without waiting**: it hops only from pairs whose
+//!   stripe it can take at once and only into free lanes (no
+//!   displacement), and stops at the first pair it cannot, giving the rest
+//!   of the chunk back, as a migration's helper skips held stripes. So a
+//!   stopped `remove` or hop holds up no plain insert. One whose pair is
+//!   full (it displaces, and may wait, anyway) sweeps as the step does.
+//! * An insert whose region is full while a step runs sweeps chunk after
+//!   chunk, its own region's first, waiting for stripes as an insert into
+//!   two full buckets does: one to do or left at a full pair if any, else
+//!   one that is claimed but not done (its claimant may have stopped),
+//!   which it then marks done. So a stopped chunk owner holds up no step.
+//!   (`finish_step` sweeps the same way.) A stopped owner that wakes after
+//!   its chunk is done stops at its next hop.
+//! * What may still wait for a stopped thread: an insert that raced a
+//!   step and follows its tag (`follow`), and the waiting sweeps, for a
+//!   stripe held in the middle of a remove or a hop.
 //! * A hop holds its source pair's stripe while it inserts into the new
 //!   region (displacing there), so a remove or a count of that pair, or a
 //!   sweep reaching it, waits that long.
@@ -81,7 +91,16 @@
 //!   it.
 //! * Every hop's clear (Release) is made by a thread that has seen the
 //!   bump through an Acquire (the sweep's publication, or the counter): a
-//!   reader whose word load sees the clear re-loads a moved counter.
+//!   reader whose word load sees the clear re-loads a moved counter. A
+//!   sweeper hops only by an entry of its own step: after each entry load
+//!   it checks that its chunk is not done. A later step's entry is written
+//!   after this step's end, which every chunk's done mark precedes, so an
+//!   Acquire load that sees such an entry makes the check see the mark.
+//! * A chunk is marked done only by a thread that swept it whole; the
+//!   mark's `done` count (AcqRel) orders its hops and failure marks before
+//!   the step's end. A sweeper whose own mark failed (another marked it)
+//!   left no tag that the marker did not see: a tag it failed to move is
+//!   still in its bucket, and every whole sweep reads every bucket.
 
 use super::bucket::{self, L21x3, Layout};
 use super::counters::Counters;
@@ -105,6 +124,8 @@ mod insert;
 #[cfg(not(loom))]
 mod snapshot;
 mod step;
+#[cfg(test)]
+mod stopped_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -141,6 +162,22 @@ pub(crate) enum Hopped {
     Gone,
     /// The destination pair had no room: the tag stays in the source.
     NoRoom,
+    /// A hop that may not wait found the source stripe held: the tag
+    /// stays in the source.
+    Busy,
+    /// A hop that may not wait (displace) found no free lane in the
+    /// destination pair: the tag stays in the source.
+    Crowded,
+}
+
+/// Whether a sweeper may wait for a stripe holder (and displace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// An insert with room helping: stops at a held stripe or a full pair.
+    No,
+    /// An insert that needs displacement itself, or `finish_step`: waits
+    /// as an insert into two full buckets does.
+    Yes,
 }
 
 /// Why a step could not begin.

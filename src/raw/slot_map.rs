@@ -76,13 +76,31 @@ impl Entry {
 /// The slot map, shared by the level and its regions' pins.
 pub(crate) struct SlotMap {
     entries: Box<[AtomicU32]>,
+    /// 1 from a step's claim to its end: only then can a tag be pinned
+    /// (outside a step no sweep runs, and a split slot's tags may move
+    /// freely inside its `prev`). Lets a displacement's search skip the
+    /// pin check of every tag it visits outside steps.
+    pinning: AtomicU32,
 }
 
 impl SlotMap {
     pub(super) fn new() -> SlotMap {
         SlotMap {
             entries: (0..SLOTS).map(|_| AtomicU32::new(0)).collect(),
+            pinning: AtomicU32::new(0),
         }
+    }
+
+    /// Sets whether a step runs (see `pinning`): 1 at a step's claim,
+    /// before its entries; 0 at its end, after its joins.
+    pub(super) fn set_pinning(&self, on: bool) {
+        // Release: pairs with the Acquire load in `Pin::holds`. A hop's
+        // check (`path::unpin_or_undo`) loads it after a SeqCst fence that
+        // pairs with the bump's fence, which comes after the store of 1, so
+        // a hop that may race the sweep sees the step (or its end). A hop
+        // that sees the end's 0 then sees every read of the step's sweep
+        // done, none of which can see what it writes next.
+        self.pinning.store(u32::from(on), Ordering::Release);
     }
 
     #[inline(always)]
@@ -123,6 +141,10 @@ impl Pin {
     pub(crate) fn holds(&self, tag: u64, i: usize, j: usize) -> bool {
         #[cfg(loom)]
         if self.ignored {
+            return false;
+        }
+        // Acquire: pairs with the Release in `SlotMap::set_pinning`.
+        if self.map.pinning.load(Ordering::Acquire) == 0 {
             return false;
         }
         // Relaxed: the search only plans with it; `path::unpin_or_undo`

@@ -105,11 +105,32 @@ impl<'t> StripeLock<'t> {
     /// flight (see [`count_stands`]) before the hop copies it anywhere.
     #[inline]
     pub(crate) fn acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
+        let mut backoff = Backoff::default();
+        Self::take_moving(stripe, tag, || {
+            backoff.snooze();
+            true
+        })
+    }
+
+    /// [`acquire_moving`](Self::acquire_moving) that never waits: `None`
+    /// if another writer holds the stripe now (or it is sealed).
+    #[inline]
+    pub(crate) fn try_acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
+        Self::take_moving(stripe, tag, || false)
+    }
+
+    /// Takes `stripe` for a hop of `tag`; while another writer holds it,
+    /// asks `wait` whether to look again (`false`: give up, `None`).
+    #[inline]
+    fn take_moving(
+        stripe: &'t AtomicU64,
+        tag: u64,
+        mut wait: impl FnMut() -> bool,
+    ) -> Option<Self> {
         debug_assert!(
             tag < (1 << TAG_FIELD_BITS) - 1,
             "the all-ones tag is reserved"
         );
-        let mut backoff = Backoff::default();
         // Relaxed: only a hint; the CAS below carries the ordering.
         let mut v = stripe.load(Ordering::Relaxed);
         loop {
@@ -143,7 +164,9 @@ impl<'t> StripeLock<'t> {
                     Err(seen) => v = seen,
                 }
             } else {
-                backoff.snooze();
+                if !wait() {
+                    return None;
+                }
                 // Relaxed: only a hint, as above.
                 v = stripe.load(Ordering::Relaxed);
             }

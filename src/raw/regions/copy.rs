@@ -22,7 +22,8 @@ impl Drop for Held<'_> {
 }
 
 impl Regions {
-    /// Takes the step claim, helping a running step to its end first.
+    /// Takes the step claim, helping a running step to its end first (as
+    /// `finish_step` does: a chunk whose claimant stopped is swept again).
     /// Blocks inserts that need a step while held (they wait for it).
     fn hold_steps(&self) -> Held<'_> {
         let mut backoff = Backoff::default();
@@ -36,7 +37,7 @@ impl Regions {
             {
                 return Held(self);
             }
-            if !self.help() {
+            if !self.help_waiting(None) {
                 backoff.snooze();
             }
         }

@@ -2,11 +2,11 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{mark, Entry, Hopped, NoStep, Refused, Regions, JOINING};
+use super::{mark, Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
-use crate::raw::cas::take;
+use crate::raw::cas::{put, take};
 use crate::raw::geometry::Located;
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::pause;
@@ -16,7 +16,8 @@ use crate::sync::{fence, Backoff, Ordering};
 impl Regions {
     /// Inserts hash `h`.
     ///
-    /// First helps a running step with one sweep chunk. Then puts the tag
+    /// First helps a running step with at most one sweep chunk (without
+    /// waiting, if the key's pair has a free lane). Then puts the tag
     /// into its slot's `cur` region; if that is full, begins a step (or
     /// helps the running one) and tries again.
     ///
@@ -31,11 +32,21 @@ impl Regions {
         // The step counter at a refused step, if one was refused.
         let mut refused = None;
         loop {
-            self.help();
             // Acquire, both: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
             let e = self.map.load(slot, Ordering::Acquire);
             let region = self.region(e.cur);
+            if let Some(sweep) = self.running_sweep() {
+                // An insert with room helps without waiting (it would wait
+                // for no one); one that displaces may wait, and may take
+                // a chunk that needs displacing.
+                let wait = if has_room(region, at) {
+                    Wait::No
+                } else {
+                    Wait::Yes
+                };
+                self.help_in(sweep, wait);
+            }
             pause::here(
                 pause::Point::RegionInsertLoaded,
                 pause::At {
@@ -57,8 +68,8 @@ impl Regions {
                     match self.begin_step() {
                         Ok(()) => {}
                         Err(NoStep::Running) => {
-                            if !self.help() {
-                                // Every chunk is claimed: let their owners
+                            if !self.help_waiting(Some(e.cur)) {
+                                // Every chunk is done: let the step's end
                                 // finish.
                                 backoff.snooze();
                             }
@@ -128,8 +139,9 @@ impl Regions {
             // Acquire: as in `contains`.
             let e = self.map.load(slot, Ordering::Acquire);
             if e.cur != region {
-                match self.hop(region, e.cur, at) {
+                match self.hop(region, e.cur, at, Wait::Yes) {
                     Hopped::Moved | Hopped::Gone => region = e.cur,
+                    Hopped::Busy | Hopped::Crowded => unreachable!("a waiting hop skips nothing"),
                     Hopped::NoRoom => {
                         if !self.keep_split(slot, region, seen) {
                             // Its slot has another split region already:
@@ -241,8 +253,10 @@ impl Regions {
     }
 
     /// Moves one copy of `at`'s tag from region `from` to region `to`
-    /// (`from < to`), same pair.
-    pub(super) fn hop(&self, from: usize, to: usize, at: Located) -> Hopped {
+    /// (`from < to`), same pair. With [`Wait::No`], takes the source
+    /// stripe only if it is free now and puts only into a free lane (no
+    /// displacement): `Skipped` otherwise.
+    pub(super) fn hop(&self, from: usize, to: usize, at: Located, wait: Wait) -> Hopped {
         #[cfg(loom)]
         if self.canary == RegionCanary::ClearBeforeCopy {
             return self.hop_clearing_first(from, to, at);
@@ -251,22 +265,57 @@ impl Regions {
         let (a, b) = (self.region(from), self.region(to));
         let Located { tag, i1, i2 } = at;
         // Marked moving: a count of this tag reads again until the release.
-        let _lock =
-            StripeLock::acquire_moving(a.stripe(i1, i2), tag).expect("regions are never sealed");
+        let stripe = a.stripe(i1, i2);
+        let _lock = match wait {
+            Wait::Yes => StripeLock::acquire_moving(stripe, tag).expect("regions are never sealed"),
+            Wait::No => match StripeLock::try_acquire_moving(stripe, tag) {
+                Some(lock) => lock,
+                None => return Hopped::Busy,
+            },
+        };
         // Relaxed: under the stripe, whose Acquire take ordered these loads
         // after every remove and hop of this pair in `a`.
         let held = |i: usize| bucket::contains::<L21x3>(a.word(i).load(Ordering::Relaxed), tag);
+        #[cfg(loom)]
+        let held = |i: usize| held(i) || self.canary == RegionCanary::UncheckedResweep;
         if !held(i1) && !held(i2) {
             return Hopped::Gone;
         }
+        let shard = self.counters.shard();
         // The copy: an ordinary insert into `b`, displacing under `b`'s
-        // stripes (after `a`'s: the lock order).
-        match ops::insert::<L21x3>(b, at, false, ops::nowhere, Search::Always, &self.counters) {
-            Ok(_) => {}
-            Err(InsertFailure::Full { .. } | InsertFailure::Saturated { .. }) => {
-                return Hopped::NoRoom
+        // stripes (after `a`'s: the lock order); without waiting, a put
+        // into a free lane of the emptier bucket (as a plain insert's).
+        let copied = match wait {
+            Wait::Yes => match ops::insert::<L21x3>(
+                b,
+                at,
+                false,
+                ops::nowhere,
+                Search::Always,
+                &self.counters,
+            ) {
+                Ok(_) => true,
+                Err(InsertFailure::Full { .. } | InsertFailure::Saturated { .. }) => false,
+                Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
+            },
+            Wait::No => {
+                let (w1, w2) = (b.word(i1), b.word(i2));
+                // Relaxed: a placement hint, as in `ops::insert`.
+                let fuller1 = bucket::empty::<L21x3>(w1.load(Ordering::Relaxed))
+                    < bucket::empty::<L21x3>(w2.load(Ordering::Relaxed));
+                let (w1, w2) = if fuller1 { (w2, w1) } else { (w1, w2) };
+                let put = put::<L21x3>(w1, tag, shard) || put::<L21x3>(w2, tag, shard);
+                if put {
+                    shard.add_len(1);
+                }
+                put
             }
-            Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
+        };
+        if !copied {
+            return match wait {
+                Wait::Yes => Hopped::NoRoom,
+                Wait::No => Hopped::Crowded,
+            };
         }
         pause::here(
             pause::Point::RegionHopCopied,
@@ -274,13 +323,23 @@ impl Regions {
         );
         // The clear, after the copy: a reader of `prev` then `cur` that
         // sees the clear (Release) sees the copy.
-        let shard = self.counters.shard();
         let cleared =
             take::<L21x3>(a.word(i1), tag, shard) || take::<L21x3>(a.word(i2), tag, shard);
+        #[cfg(loom)]
+        let cleared = cleared || self.canary == RegionCanary::UncheckedResweep;
         debug_assert!(cleared, "a tag left its pair while its stripe was held");
         shard.add_len(-1);
         // Relaxed: a statistic.
         self.copies.fetch_add(1, Ordering::Relaxed);
         Hopped::Moved
     }
+}
+
+/// Whether `at`'s pair has a free lane in region `t` (a hint: a plain
+/// insert of `at` would likely not displace).
+#[inline(always)]
+fn has_room(t: &crate::raw::table::Table, at: Located) -> bool {
+    // Relaxed: a hint; the insert's own CAS decides.
+    let free = |i: usize| bucket::has_empty::<L21x3>(t.word(i).load(Ordering::Relaxed));
+    free(at.i1) || free(at.i2)
 }

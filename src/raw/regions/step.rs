@@ -3,27 +3,164 @@
 //! help with.
 
 use super::{
-    mark, new_region, slot_of, Entry, Hopped, NoStep, Regions, SlotMap, CHUNK, JOINING, SLOTS,
-    STEP_DIVISOR,
+    mark, new_region, slot_of, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING,
+    SLOTS, STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
 use crate::raw::pause;
-use crate::sync::{fence, AtomicUsize, Backoff, Ordering};
+use crate::sync::{fence, AtomicU32, AtomicUsize, Backoff, Ordering};
 
 /// The running step's sweep: its old buckets, in chunks.
+///
+/// Each chunk is to do, claimed, crowded or done, with the bucket its next
+/// sweep starts from (a byte of `states`, changed by CAS). Helpers take
+/// tickets (`cursor`) modulo the chunk count, so chunks given back come
+/// round again. One that may not wait (an insert with room) claims a chunk
+/// to do and sweeps it until a held stripe or a full pair of the new
+/// region, where it stops and gives the rest back: to do after a held
+/// stripe, crowded after a full pair (only a sweeper that may displace can
+/// go on). One that may wait (an insert that displaces anyway) claims a
+/// chunk to do or crowded. An insert whose region is full, and
+/// `finish_step`, also sweep a chunk that another claimed and did not
+/// finish (sweeping is idempotent: a hop moves any copy of a tag, and
+/// finds `Gone` what another moved). A sweep that may wait covers the rest
+/// of its chunk and marks it done; the step ends when every chunk is. So
+/// a stopped claimant holds up no step.
 pub(super) struct Sweep {
     /// The step's number (the counter's value after its bump).
     step: u64,
     /// Regions before the step: the sweep covers their buckets.
     regions: usize,
     chunks: usize,
-    /// The next chunk to hand out.
+    /// Helpers' tickets: ticket `t` looks at chunk `t % chunks`.
     cursor: AtomicUsize,
-    /// Chunks swept.
+    /// A byte per chunk: its state ([`TODO`], [`CLAIMED`], [`CROWDED`]
+    /// or [`DONE`]) and where in it the next sweep starts (in [`UNIT`]s
+    /// of buckets: a helper that skips something stops there).
+    states: Box<[AtomicU32]>,
+    /// Chunks done.
     done: AtomicUsize,
+}
+
+/// Bits of a chunk's byte, and its state's bits.
+const FIELD_BITS: usize = 8;
+const PER_WORD: usize = 32 / FIELD_BITS;
+const FIELD_MASK: u32 = (1 << FIELD_BITS) - 1;
+const STATE_MASK: u32 = 3;
+/// Buckets per step of a chunk's start (six bits of it).
+const UNIT: usize = if CHUNK >= 64 { CHUNK / 64 } else { 1 };
+const _: () = assert!(CHUNK / UNIT <= 64);
+/// A chunk nobody sweeps now, not yet swept whole.
+const TODO: u32 = 0;
+/// A chunk a helper is sweeping.
+const CLAIMED: u32 = 1;
+/// A chunk whose helper stopped at a full pair: left for a sweeper that
+/// may displace.
+const CROWDED: u32 = 2;
+/// A chunk swept whole by someone.
+const DONE: u32 = 3;
+
+/// A chunk's byte: `state`, next sweep from bucket `start` of it.
+fn chunk_byte(state: u32, start: usize) -> u32 {
+    state | ((start / UNIT) as u32) << 2
+}
+
+/// The state of a chunk's byte.
+fn state_of(mark: u32) -> u32 {
+    mark & STATE_MASK
+}
+
+/// Where in its chunk the next sweep starts, from a chunk's byte.
+fn start_of(mark: u32) -> usize {
+    (mark >> 2) as usize * UNIT
+}
+
+/// How a chunk's sweep went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Swept {
+    /// Every tag to hop was hopped (or found no room, marked).
+    Whole,
+    /// Stopped at a held stripe, in bucket (of the chunk) this or after.
+    Busy(usize),
+    /// Stopped at a full pair of the new region, likewise.
+    Crowded(usize),
+    /// Stopped: another sweeper marked the chunk done.
+    Overtaken,
+}
+
+impl Sweep {
+    /// Chunk `c`'s byte. Relaxed: a hint (the claim, the give-back and the
+    /// done mark are CASes; `done` orders the hops).
+    fn mark(&self, c: usize) -> u32 {
+        let w = self.states[c / PER_WORD].load(Ordering::Relaxed);
+        (w >> (c % PER_WORD * FIELD_BITS)) & FIELD_MASK
+    }
+
+    /// Sets chunk `c`'s byte from `from` to `to`; `false` if it was not
+    /// `from`.
+    fn set_mark(&self, c: usize, from: u32, to: u32) -> bool {
+        let word = &self.states[c / PER_WORD];
+        let shift = c % PER_WORD * FIELD_BITS;
+        // Relaxed, both: ownership of the chunk is all the byte decides;
+        // the hops carry their own ordering, `done` orders the step's end.
+        let mut w = word.load(Ordering::Relaxed);
+        loop {
+            if (w >> shift) & FIELD_MASK != from {
+                return false;
+            }
+            let next = (w & !(FIELD_MASK << shift)) | to << shift;
+            match word.compare_exchange_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(seen) => w = seen,
+            }
+        }
+    }
+
+    /// Claims chunk `c` if its byte passes `takes`; where its sweep
+    /// starts, or `None`.
+    fn claim(&self, c: usize, takes: impl Fn(u32) -> bool) -> Option<usize> {
+        let word = &self.states[c / PER_WORD];
+        let shift = c % PER_WORD * FIELD_BITS;
+        // Relaxed, both: as in `set_mark`.
+        let mut w = word.load(Ordering::Relaxed);
+        loop {
+            let m = (w >> shift) & FIELD_MASK;
+            if !takes(m) {
+                return None;
+            }
+            let next = (w & !(FIELD_MASK << shift)) | chunk_byte(CLAIMED, start_of(m)) << shift;
+            match word.compare_exchange_weak(w, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(start_of(m)),
+                Err(seen) => w = seen,
+            }
+        }
+    }
+
+    /// The chunk among `chunks` a sweeper that may wait should take when
+    /// it must make progress, and its byte: the first crowded one (only
+    /// such a sweeper can finish it), else the first to do, else the first
+    /// claimed (its claimant may have stopped); `None` if all are done.
+    fn pick(&self, chunks: std::ops::Range<usize>) -> Option<(usize, u32)> {
+        let mut best: Option<(usize, u32)> = None;
+        let rank = |m: u32| match state_of(m) {
+            CROWDED => 0,
+            TODO => 1,
+            _ => 2,
+        };
+        for c in chunks {
+            let m = self.mark(c);
+            if state_of(m) != DONE && best.is_none_or(|(_, b)| rank(m) < rank(b)) {
+                best = Some((c, m));
+                if state_of(m) == CROWDED {
+                    break;
+                }
+            }
+        }
+        best
+    }
 }
 
 /// What only the step's claimant touches: which slots each region holds.
@@ -59,6 +196,7 @@ impl Regions {
         {
             return Err(NoStep::Running);
         }
+        self.map.set_pinning(true);
         // Relaxed: only claimants write the count, and this one holds the
         // claim (the Acquire above ordered it after the last write).
         let old = self.count.load(Ordering::Relaxed);
@@ -102,6 +240,7 @@ impl Regions {
             }
         }
         if added.is_empty() {
+            self.map.set_pinning(false);
             // Release: as in `end_step`.
             self.claim.store(0, Ordering::Release);
             return Err(match refused_bytes {
@@ -166,6 +305,9 @@ impl Regions {
             regions: old,
             chunks,
             cursor: AtomicUsize::new(0),
+            states: (0..chunks.div_ceil(PER_WORD))
+                .map(|_| AtomicU32::new(0))
+                .collect(),
             done: AtomicUsize::new(0),
         });
         let p = &*sweep as *const Sweep as *mut Sweep;
@@ -178,40 +320,131 @@ impl Regions {
         self.sweep.store(p, Ordering::Release);
     }
 
-    /// Sweeps one chunk of the running step, if any is left to claim;
-    /// `false` if none was.
-    pub(crate) fn help(&self) -> bool {
-        // Acquire: pairs with the Release store in `open_sweep`.
+    /// The running step's sweep, if any.
+    pub(super) fn running_sweep(&self) -> Option<&Sweep> {
+        // Acquire: pairs with the Release store in `open_sweep`: a helper's
+        // hops come after the bump and its fence.
         let p = self.sweep.load(Ordering::Acquire);
         // SAFETY: a non-null sweep is one of `self.sweeps`' boxes, which
         // are freed only when the level drops, which cannot happen while
         // `&self` lives.
-        let Some(sweep) = (unsafe { p.as_ref() }) else {
+        unsafe { p.as_ref() }
+    }
+
+    /// Helps the running step without waiting for anyone (see
+    /// [`help_in`](Self::help_in)); `false` if it swept nothing.
+    // Tests and loom models (inserts call `help_in`).
+    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
+    pub(crate) fn help(&self) -> bool {
+        match self.running_sweep() {
+            Some(sweep) => self.help_in(sweep, Wait::No),
+            None => false,
+        }
+    }
+
+    /// The bounded help an insert gives `sweep`: the chunk of its ticket,
+    /// if that is to do (or crowded, for a sweeper that may wait). With
+    /// [`Wait::No`] it waits for no one: it stops at a held stripe or a
+    /// full pair and gives the rest of the chunk back. `false` if it swept
+    /// nothing.
+    pub(super) fn help_in(&self, sweep: &Sweep, wait: Wait) -> bool {
+        // Relaxed: a ticket; the claim CAS decides ownership.
+        let c = sweep.cursor.fetch_add(1, Ordering::Relaxed) % sweep.chunks;
+        let takes = |m: u32| match state_of(m) {
+            TODO => true,
+            CROWDED => wait == Wait::Yes,
+            _ => false,
+        };
+        let Some(start) = sweep.claim(c, takes) else {
             return false;
         };
-        // Relaxed: a ticket; the chunk's work is ordered by its fence and
-        // by `done` below.
-        let chunk = sweep.cursor.fetch_add(1, Ordering::Relaxed);
-        if chunk >= sweep.chunks {
+        let claimed = chunk_byte(CLAIMED, start);
+        let swept = self.sweep_chunk(sweep, c, start, wait);
+        #[cfg(loom)]
+        let swept = match swept {
+            Swept::Busy(_) | Swept::Crowded(_) if self.canary == RegionCanary::DoneWithSkips => {
+                Swept::Whole
+            }
+            other => other,
+        };
+        // Each fails if a waiting sweeper marked the chunk done meanwhile,
+        // which is as good.
+        match swept {
+            Swept::Whole => {
+                self.chunk_done(sweep, c, claimed);
+            }
+            Swept::Busy(at) => {
+                sweep.set_mark(c, claimed, chunk_byte(TODO, at));
+            }
+            Swept::Crowded(at) => {
+                sweep.set_mark(c, claimed, chunk_byte(CROWDED, at));
+            }
+            Swept::Overtaken => {}
+        }
+        true
+    }
+
+    /// Helps the running step to its end, waiting where it must: sweeps
+    /// the chunk [`Sweep::pick`] names, from where its last sweeper
+    /// stopped (or, if claimed, started), and marks it done. A chunk of
+    /// region `near` first, if it is one the sweep covers: an insert
+    /// whose region is full gets room soonest from its own region's
+    /// chunks (each retry of its search costs tens of chunks' reads).
+    /// `false` if every chunk is done (or no step runs).
+    pub(crate) fn help_waiting(&self, near: Option<usize>) -> bool {
+        let Some(sweep) = self.running_sweep() else {
+            return false;
+        };
+        let m0 = self.geo.m0() as usize;
+        let own = near
+            .filter(|&r| r < sweep.regions)
+            .and_then(|r| sweep.pick(r * m0 / CHUNK..((r + 1) * m0).div_ceil(CHUNK)));
+        let Some((c, seen)) = own.or_else(|| sweep.pick(0..sweep.chunks)) else {
+            return false;
+        };
+        // A chunk to do or crowded is claimed first, so helpers keep off
+        // it; a claimed one is swept beside its claimant. A lost race is
+        // help too: the caller comes back.
+        if state_of(seen) != CLAIMED
+            && !sweep.set_mark(c, seen, chunk_byte(CLAIMED, start_of(seen)))
+        {
+            return true;
+        }
+        self.sweep_chunk(sweep, c, start_of(seen), Wait::Yes);
+        // Done from whatever its byte is now: claimed by this thread or
+        // another, or given back since.
+        loop {
+            let now = sweep.mark(c);
+            if state_of(now) == DONE || self.chunk_done(sweep, c, now) {
+                return true;
+            }
+        }
+    }
+
+    /// Marks chunk `c`, swept whole, done if its byte was `from`; ends the
+    /// step if it was the last. `false` if it was not `from`.
+    fn chunk_done(&self, sweep: &Sweep, c: usize, from: u32) -> bool {
+        if !sweep.set_mark(c, from, chunk_byte(DONE, 0)) {
             return false;
         }
-        self.sweep_chunk(sweep, chunk);
-        // AcqRel: the last chunk's finisher sees every chunk's hops (each
-        // released here) before it ends the step.
+        // AcqRel: the last chunk's finisher sees every chunk's hops and
+        // failure marks (each released here) before it ends the step.
         if sweep.done.fetch_add(1, Ordering::AcqRel) + 1 == sweep.chunks {
             self.end_step(sweep);
         }
         true
     }
 
-    /// Hops every tag of chunk `chunk` whose region is not its slot's `cur`.
-    fn sweep_chunk(&self, sweep: &Sweep, chunk: usize) {
+    /// Hops every tag of chunk `chunk`, from its bucket `start` on, whose
+    /// region is not its slot's `cur`; without waiting, stops at a held
+    /// stripe or a full pair.
+    fn sweep_chunk(&self, sweep: &Sweep, chunk: usize, start: usize, wait: Wait) -> Swept {
         // SeqCst: the sweep's half of the Dekker pairs with inserts and
         // with displacements in old regions (see the module docs).
         fence(Ordering::SeqCst);
         let m0 = self.geo.m0() as usize;
         let end = ((chunk + 1) * CHUNK).min(sweep.regions * m0);
-        for g in chunk * CHUNK..end {
+        for g in chunk * CHUNK + start..end {
             let (r, local) = (g / m0, g % m0);
             let t = self.region(r);
             // Acquire: pairs with the Release CAS that put each tag.
@@ -233,13 +466,39 @@ impl Regions {
                     i1: local,
                     i2: alt,
                 };
-                if self.hop(r, e.cur, at) == Hopped::NoRoom && e.prev == r {
-                    // Relaxed: `end_step` runs after this chunk's `done`
-                    // (AcqRel), which orders it.
-                    self.failed[slot].fetch_max(mark(sweep.step), Ordering::Relaxed);
+                pause::here(
+                    pause::Point::SweepHopping,
+                    pause::At {
+                        a: local,
+                        b: alt,
+                        tag,
+                    },
+                );
+                // Done by another sweeper (this one stopped a while): stop.
+                // After the entry load: an entry a later step wrote was
+                // written after this step's end, so this load sees the
+                // chunk done and no hop follows an entry its bump has not
+                // been seen for (module docs, "Orderings").
+                if state_of(sweep.mark(chunk)) == DONE {
+                    return Swept::Overtaken;
+                }
+                // Where the next sweeper starts if this one stops here.
+                let here = (g - chunk * CHUNK) / UNIT * UNIT;
+                match self.hop(r, e.cur, at, wait) {
+                    Hopped::Moved | Hopped::Gone => {}
+                    Hopped::Busy => return Swept::Busy(here),
+                    Hopped::Crowded => return Swept::Crowded(here),
+                    Hopped::NoRoom => {
+                        if e.prev == r {
+                            // Relaxed: `end_step` runs after this chunk's
+                            // done mark (`done`'s AcqRel), which orders it.
+                            self.failed[slot].fetch_max(mark(sweep.step), Ordering::Relaxed);
+                        }
+                    }
                 }
             }
         }
+        Swept::Whole
     }
 
     /// Ends the step of `sweep`, whose chunks are all swept: joins every
@@ -312,6 +571,7 @@ impl Regions {
         // Relaxed: the claim's Release below publishes it to the next
         // claimant; helpers see null or a swept-out sweep either way.
         self.sweep.store(std::ptr::null_mut(), Ordering::Relaxed);
+        self.map.set_pinning(false);
         // Release: pairs with the Acquire claim in `claim_step`.
         self.claim.store(0, Ordering::Release);
     }
@@ -325,7 +585,7 @@ impl Regions {
         let mut backoff = Backoff::default();
         // Acquire: as in `claim_step`.
         while self.claim.load(Ordering::Acquire) != 0 {
-            if !self.help() {
+            if !self.help_waiting(None) {
                 backoff.snooze();
             }
         }

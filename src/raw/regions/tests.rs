@@ -133,6 +133,20 @@ fn ten_million_keys_measured() {
     assert!(m.fpr <= 1.15 * m.estimate);
 }
 
+/// The fill alone, for a profiler: `KOEL_KEYS` keys (default 1M) from one
+/// region, e.g. `KOEL_KEYS=1000000 valgrind --tool=callgrind <test binary>
+/// regions::tests::fill_only --ignored --exact`.
+#[test]
+#[ignore]
+fn fill_only() {
+    let n = std::env::var("KOEL_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let r = filled(n);
+    assert_eq!(r.len(), n as i64);
+}
+
 #[test]
 fn stripes_cost_under_a_bit_per_key() {
     let r = Regions::new(M0, 4).unwrap();

@@ -1,0 +1,181 @@
+//! What a stopped thread may not hold up during a step (issue 17: "lookups
+//! never wait, migration work per operation bounded"; issue 14: "plain
+//! inserts never wait"): a plain insert with room completes while a
+//! remove is stopped holding a stripe the sweep needs, and a step whose
+//! chunk owner stopped mid-chunk still ends, so inserts that need room
+//! complete too.
+
+use super::tests::{key, ABSENT, PRESENT};
+use super::*;
+use crate::raw::pause::{self, At, Point};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::Arc as StdArc;
+use std::thread;
+use std::time::Duration;
+
+/// How long a call that must not wait for the stopped thread may take
+/// before the test calls it stuck (no speed is measured).
+const MUST_FINISH: Duration = Duration::from_secs(10);
+
+/// A thread stopped at a pause point until thawed.
+struct Frozen {
+    at: At,
+    release: Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Frozen {
+    /// Runs `work` on a new thread that stops the first time it reaches
+    /// `point`; returns once it is stopped there.
+    fn at(point: Point, work: impl FnOnce() + Send + 'static) -> Frozen {
+        let (at_tx, at_rx) = channel();
+        let (release, release_rx) = channel::<()>();
+        let thread = thread::spawn(move || {
+            pause::arm(point, move |at| {
+                at_tx.send(at).unwrap();
+                let _ = release_rx.recv_timeout(6 * MUST_FINISH);
+            });
+            work();
+        });
+        let at = at_rx
+            .recv_timeout(MUST_FINISH)
+            .unwrap_or_else(|_| panic!("the thread never reached {point:?}"));
+        Frozen {
+            at,
+            release,
+            thread,
+        }
+    }
+
+    fn thaw(self) {
+        let _ = self.release.send(());
+        self.thread.join().unwrap();
+    }
+}
+
+/// Runs `work` on a new thread; `Err` if it has not returned within
+/// [`MUST_FINISH`] (the thread is then left to finish when it can).
+fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ()> {
+    let (tx, rx) = channel();
+    thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(MUST_FINISH).map_err(|_| ())
+}
+
+/// Keys `0..n` of [`PRESENT`] in a level of 64-bucket regions (one sweep
+/// chunk per region), then a step begun and not swept.
+fn stepping(n: u64) -> (StdArc<Regions>, Vec<u64>) {
+    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    let keys: Vec<u64> = (0..n).map(|i| key(PRESENT, i)).collect();
+    for &h in &keys {
+        r.insert(h).unwrap();
+    }
+    r.finish_step();
+    assert!(r.grow(), "a step begins");
+    (r, keys)
+}
+
+/// Whether the pair of `at` has a free lane in region `region`.
+fn has_room(r: &Regions, region: usize, at: Located) -> bool {
+    let free = |i: usize| {
+        let w = r.table(region).word(i).load(Ordering::Relaxed);
+        (0..L21x3::LANES).any(|lane| bucket::lane::<L21x3>(w, lane) == 0)
+    };
+    free(at.i1) || free(at.i2)
+}
+
+#[test]
+fn a_plain_insert_with_room_never_waits_for_a_stopped_remove() {
+    let (r, keys) = stepping(60);
+    assert_eq!(r.regions(), 2);
+    // A key whose slot the step moves: the sweep must hop its tag from
+    // region 0, under the pair's stripe the stopped remove holds.
+    let victim = keys
+        .iter()
+        .copied()
+        .find(|&h| r.entry(r.slot_of_hash(h).0) == Entry { cur: 1, prev: 0 })
+        .expect("the step moves some slot");
+    let frozen = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::RemoveHeld, move || assert!(r.remove(victim)))
+    };
+    assert_eq!(
+        frozen.at.tag,
+        r.slot_of_hash(victim).1.tag,
+        "stopped holding the victim's stripe"
+    );
+    // A fresh key of a slot that stays, with a free lane: its insert needs
+    // no stripe, and its help of the sweep may not wait for one either.
+    let fresh = (0..)
+        .map(|i| key(ABSENT, i))
+        .find(|&h| {
+            let (slot, at) = r.slot_of_hash(h);
+            r.entry(slot) == Entry::whole(0) && has_room(&r, 0, at)
+        })
+        .unwrap();
+    let inserted = {
+        let r = StdArc::clone(&r);
+        finishes(move || r.insert(fresh))
+    };
+    let stepping_meanwhile = r.stepping();
+    frozen.thaw();
+    assert_eq!(
+        inserted,
+        Ok(Ok(())),
+        "the insert waited for the stopped remove"
+    );
+    assert!(
+        stepping_meanwhile,
+        "the step ended though a pair it must hop was held"
+    );
+    r.finish_step();
+    assert!(r.contains(fresh), "false negative");
+    assert!(
+        keys.iter()
+            .filter(|&&h| h != victim)
+            .all(|&h| r.contains(h)),
+        "false negative"
+    );
+    assert_eq!(r.len(), keys.len() as i64);
+    assert_eq!(r.split_slots(), 0);
+}
+
+#[test]
+fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
+    let (r, keys) = stepping(150);
+    // The only chunk's owner stops before its first hop.
+    let frozen = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::SweepHopping, move || {
+            r.help();
+        })
+    };
+    assert!(r.stepping());
+    let ended = {
+        let r = StdArc::clone(&r);
+        finishes(move || r.finish_step())
+    };
+    let ended_ok = ended.is_ok();
+    // Inserts that need room (several steps' worth) complete meanwhile.
+    let more: Vec<u64> = (0..3_000).map(|i| key(ABSENT, i)).collect();
+    let inserted = if ended_ok {
+        let (r, more) = (StdArc::clone(&r), more.clone());
+        finishes(move || more.iter().all(|&h| r.insert(h).is_ok()))
+    } else {
+        Err(())
+    };
+    let steps = r.steps();
+    // The owner wakes up with a stale bucket and entry, long after its
+    // step ended: it must not move or lose anything.
+    frozen.thaw();
+    assert!(ended_ok, "the step waited for its stopped chunk owner");
+    assert_eq!(inserted, Ok(true), "inserts that need room waited");
+    assert!(steps > 3, "only {steps} steps");
+    r.finish_step();
+    let all = || keys.iter().chain(&more);
+    assert!(all().all(|&h| r.contains(h)), "false negative");
+    assert!(all().all(|&h| r.count(h) >= 1));
+    assert_eq!(r.len(), all().count() as i64);
+    assert_eq!(r.occupied(), all().count(), "a copy lost or duplicated");
+}
