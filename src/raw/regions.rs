@@ -72,6 +72,11 @@
 //! * What may still wait for a stopped thread: an insert that raced a
 //!   step and follows its tag (`follow`), and the waiting sweeps, for a
 //!   stripe held in the middle of a remove or a hop.
+//! * **Open**: a sweeper stopped between its chunk's done check and its
+//!   copy, across its step's end and the next step's sweep, can copy a
+//!   stale insert's tag into a region that step already swept
+//!   (docs/design.md, "No wait for a stopped sweeper", for the window and
+//!   the planned fix).
 //! * A hop holds its source pair's stripe while it inserts into the new
 //!   region (displacing there), so a remove or a count of that pair, or a
 //!   sweep reaching it, waits that long.
