@@ -18,12 +18,21 @@ pub(crate) enum Point {
     /// An insert into a level of regions (`regions.rs`) has loaded its
     /// slot's entry and put nothing yet.
     RegionInsertLoaded,
+    /// An insert into a level of regions has put its tag and not yet
+    /// re-loaded the step counter.
+    RegionInsertPut,
     /// A hop between two regions (`regions.rs`) has copied its tag into
     /// the new region and not yet cleared it from the old one.
     RegionHopCopied,
     /// A sweep chunk's sweeper (`regions.rs`) has read a bucket and its
     /// tag's entry, and is about to hop the tag (holding no stripe).
     SweepHopping,
+    /// A sweep chunk's sweeper has found its chunk not done and is about
+    /// to take the hop's source stripe.
+    SweepChecked,
+    /// A sweep's hop between regions has copied its tag, seen a later
+    /// step begun, and not yet taken its copy back.
+    SweepUndoing,
     /// A step's end (`regions.rs`) is about to join a split slot's entry.
     EndStepJoining,
     /// A step's end has marked a split slot's entry joining and not yet

@@ -72,11 +72,17 @@
 //! * What may still wait for a stopped thread: an insert that raced a
 //!   step and follows its tag (`follow`), and the waiting sweeps, for a
 //!   stripe held in the middle of a remove or a hop.
-//! * **Open**: a sweeper stopped between its chunk's done check and its
-//!   copy, across its step's end and the next step's sweep, can copy a
-//!   stale insert's tag into a region that step already swept
-//!   (docs/design.md, "No wait for a stopped sweeper", for the window and
-//!   the planned fix).
+//! * A sweeper can outlive its step: stopped between its chunk's done
+//!   check and its hop, across the step's end and the next step's sweep
+//!   of its destination, it could copy a stale insert's tag into a region
+//!   that sweep has passed. So a sweep's hop, after its copy, fences
+//!   `SeqCst` and re-loads the counter (the insert's Dekker pair with the
+//!   bump); if a later step began, it takes a copy back from the
+//!   destination and leaves the source as it was (`undo_if_stale`): its
+//!   step ended, so its chunk is done and the hop was not needed. If no
+//!   later step began, the next sweep reads the copy, as an insert's put.
+//!   The take-back waits for the destination's stripe (only a sweeper
+//!   stopped across a whole step gets there).
 //! * A hop holds its source pair's stripe while it inserts into the new
 //!   region (displacing there), so a remove or a count of that pair, or a
 //!   sweep reaching it, waits that long.
@@ -173,6 +179,9 @@ pub(crate) enum Hopped {
     /// A hop that may not wait (displace) found no free lane in the
     /// destination pair: the tag stays in the source.
     Crowded,
+    /// A sweep's hop whose step ended before its copy was seen: it took
+    /// the copy back, and the tag stays in the source (see `hop`).
+    Stale,
 }
 
 /// Whether a sweeper may wait for a stripe holder (and displace).

@@ -88,6 +88,14 @@ impl Regions {
                 }
                 Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
             }
+            pause::here(
+                pause::Point::RegionInsertPut,
+                pause::At {
+                    a: at.i1,
+                    b: at.i2,
+                    tag: at.tag,
+                },
+            );
             self.fence_after_put();
             // Acquire: a bump seen here happens-before this insert's own
             // hops (module docs, last point).
@@ -139,9 +147,11 @@ impl Regions {
             // Acquire: as in `contains`.
             let e = self.map.load(slot, Ordering::Acquire);
             if e.cur != region {
-                match self.hop(region, e.cur, at, Wait::Yes) {
+                match self.hop(region, e.cur, at, Wait::Yes, None) {
                     Hopped::Moved | Hopped::Gone => region = e.cur,
-                    Hopped::Busy | Hopped::Crowded => unreachable!("a waiting hop skips nothing"),
+                    Hopped::Busy | Hopped::Crowded | Hopped::Stale => {
+                        unreachable!("a follow's hop waits, and belongs to no sweep")
+                    }
                     Hopped::NoRoom => {
                         if !self.keep_split(slot, region, seen) {
                             // Its slot has another split region already:
@@ -255,8 +265,19 @@ impl Regions {
     /// Moves one copy of `at`'s tag from region `from` to region `to`
     /// (`from < to`), same pair. With [`Wait::No`], takes the source
     /// stripe only if it is free now and puts only into a free lane (no
-    /// displacement): `Skipped` otherwise.
-    pub(super) fn hop(&self, from: usize, to: usize, at: Located, wait: Wait) -> Hopped {
+    /// displacement): `Busy` or `Crowded` otherwise.
+    ///
+    /// `step` is the step of the sweep hopping, if a sweep is: after its
+    /// copy such a hop checks that no later step began, or else takes the
+    /// copy back (`Stale`, see [`undo_if_stale`](Self::undo_if_stale)).
+    pub(super) fn hop(
+        &self,
+        from: usize,
+        to: usize,
+        at: Located,
+        wait: Wait,
+        step: Option<u64>,
+    ) -> Hopped {
         #[cfg(loom)]
         if self.canary == RegionCanary::ClearBeforeCopy {
             return self.hop_clearing_first(from, to, at);
@@ -321,6 +342,11 @@ impl Regions {
             pause::Point::RegionHopCopied,
             pause::At { a: i1, b: i2, tag },
         );
+        if let Some(step) = step {
+            if self.undo_if_stale(step, to, at) {
+                return Hopped::Stale;
+            }
+        }
         // The clear, after the copy: a reader of `prev` then `cur` that
         // sees the clear (Release) sees the copy.
         let cleared =
@@ -332,6 +358,55 @@ impl Regions {
         // Relaxed: a statistic.
         self.copies.fetch_add(1, Ordering::Relaxed);
         Hopped::Moved
+    }
+}
+
+impl Regions {
+    /// The check a sweep's hop makes after its copy into region `to`:
+    /// if a step later than `step` (the sweep's) began, takes a copy of
+    /// `at`'s tag back from `to` and says `true`; the hop then leaves its
+    /// source as it was. `false` (clear the source) if no later step
+    /// began, or if no copy is left in `to` to take back.
+    ///
+    /// Why: a sweeper can outlive its step. Stopped between its chunk's
+    /// done check and its hop, across the step's end and the next step's
+    /// sweep of `to`, it may copy into a region that sweep has passed, a
+    /// copy a stale insert put into the source after the step's own sweep
+    /// of it; the insert's hop then finds it gone and returns, and the
+    /// copy is stranded (a false negative; test
+    /// `a_sweeper_that_outlived_its_step_never_strands_a_stale_insert`).
+    /// Every chunk of a step that ended is done, so the hop was not
+    /// needed: undone, it never happened, and the stale insert follows
+    /// its own copy. If no later step began, the next step's sweep sees
+    /// the copy (the fences below), as it sees an insert's put.
+    ///
+    /// Waits for `to`'s stripe (after `from`'s: the lock order), also for
+    /// a sweeper that may not wait: only one stopped across a whole step
+    /// gets here.
+    #[inline(always)]
+    fn undo_if_stale(&self, step: u64, to: usize, at: Located) -> bool {
+        // SeqCst: the insert's Dekker pair with the bump, for this copy
+        // (as `fence_after_put`): if this fence comes before a later
+        // step's bump fence, that step's sweep chunks (fenced after the
+        // bump) read the copy; otherwise the load below sees the bump.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        if self.step.load(Ordering::Relaxed) == step {
+            return false;
+        }
+        pause::here(
+            pause::Point::SweepUndoing,
+            pause::At {
+                a: at.i1,
+                b: at.i2,
+                tag: at.tag,
+            },
+        );
+        // Any copy of the tag in the pair is as good as the one put: if
+        // none is left (a later sweep, a follow or a remove took one),
+        // the copy went on as any hop's copy goes, and the source is
+        // cleared as usual.
+        self.take_back(to, at)
     }
 }
 

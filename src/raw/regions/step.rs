@@ -482,10 +482,20 @@ impl Regions {
                 if state_of(sweep.mark(chunk)) == DONE {
                     return Swept::Overtaken;
                 }
+                pause::here(
+                    pause::Point::SweepChecked,
+                    pause::At {
+                        a: local,
+                        b: alt,
+                        tag,
+                    },
+                );
                 // Where the next sweeper starts if this one stops here.
                 let here = (g - chunk * CHUNK) / UNIT * UNIT;
-                match self.hop(r, e.cur, at, wait) {
+                match self.hop(r, e.cur, at, wait, Some(sweep.step)) {
                     Hopped::Moved | Hopped::Gone => {}
+                    // The step ended: every chunk is done.
+                    Hopped::Stale => return Swept::Overtaken,
                     Hopped::Busy => return Swept::Busy(here),
                     Hopped::Crowded => return Swept::Crowded(here),
                     Hopped::NoRoom => {

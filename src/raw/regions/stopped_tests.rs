@@ -179,3 +179,109 @@ fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
     assert_eq!(r.len(), all().count() as i64);
     assert_eq!(r.occupied(), all().count(), "a copy lost or duplicated");
 }
+
+/// The first tag a sweep of region 0 hops in a level that `keys` filled
+/// and that then began a step: its bucket and its pair's other bucket.
+/// (Filling and the step's plan are deterministic, so a level filled
+/// the same way hops the same tag first.)
+fn first_hop(keys: &[u64]) -> At {
+    let probe = Regions::new(64, MAX_REGIONS).unwrap();
+    for &h in keys {
+        probe.insert(h).unwrap();
+    }
+    assert!(probe.grow(), "a step begins");
+    let geo = *probe.geometry();
+    (0..geo.m0() as usize)
+        .flat_map(|local| {
+            let w = probe.table(0).word(local).load(Ordering::Relaxed);
+            (0..L21x3::LANES).map(move |lane| (local, bucket::lane::<L21x3>(w, lane)))
+        })
+        .filter(|&(_, tag)| tag != 0)
+        .map(|(local, tag)| At {
+            a: local,
+            b: geo.alt(local, tag),
+            tag,
+        })
+        .find(|at| probe.entry(slot_of(at.tag, at.a.min(at.b))).cur != 0)
+        .expect("the step moves some slot with a tag")
+}
+
+#[test]
+fn a_sweeper_that_outlived_its_step_never_strands_a_stale_insert() {
+    let keys: Vec<u64> = (0..60).map(|i| key(PRESENT, i)).collect();
+    let first = first_hop(&keys);
+    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    for &h in &keys {
+        r.insert(h).unwrap();
+    }
+    // The key whose tag the step's sweep hops first.
+    let victim = keys
+        .iter()
+        .copied()
+        .find(|&h| {
+            let at = r.slot_of_hash(h).1;
+            at.tag == first.tag && at.i1.min(at.i2) == first.a.min(first.b)
+        })
+        .unwrap();
+    let slot = r.slot_of_hash(victim).0;
+    // A stale insert of the victim again: it loads the slot's entry before
+    // the step (region 0), then stops until told to put, and again after
+    // its put.
+    let (put_tx, put_rx) = channel::<()>();
+    let (follow_tx, follow_rx) = channel::<()>();
+    let (stopped_tx, stopped_rx) = channel::<Point>();
+    let stale = {
+        let r = StdArc::clone(&r);
+        thread::spawn(move || {
+            pause::arm(Point::RegionInsertLoaded, move |_| {
+                stopped_tx.send(Point::RegionInsertLoaded).unwrap();
+                let _ = put_rx.recv_timeout(6 * MUST_FINISH);
+                pause::arm(Point::RegionInsertPut, move |_| {
+                    stopped_tx.send(Point::RegionInsertPut).unwrap();
+                    let _ = follow_rx.recv_timeout(6 * MUST_FINISH);
+                });
+            });
+            r.insert(victim)
+        })
+    };
+    assert_eq!(
+        stopped_rx.recv_timeout(MUST_FINISH),
+        Ok(Point::RegionInsertLoaded)
+    );
+    assert!(r.grow(), "a step begins");
+    assert_eq!(r.entry(slot), Entry { cur: 1, prev: 0 });
+    // The sweeper of the step's chunk stops after its done check, before
+    // its hop of the victim's tag (from region 0 to 1).
+    let sweeper = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::SweepChecked, move || {
+            r.help();
+        })
+    };
+    assert_eq!(sweeper.at, first);
+    // The step ends without it, and later steps move the slot on, out of
+    // region 1, sweeping region 1 each time.
+    r.finish_step();
+    let mut steps = 0;
+    while r.entry(slot).cur == 1 || r.entry(slot).prev == 1 {
+        assert!(steps < 64, "the slot never left region 1");
+        assert!(r.grow(), "a step begins");
+        r.finish_step();
+        steps += 1;
+    }
+    // The stale insert puts its copy into region 0 and stops; the sweeper
+    // wakes and hops by its old step's entry; the insert follows its copy.
+    put_tx.send(()).unwrap();
+    assert_eq!(
+        stopped_rx.recv_timeout(MUST_FINISH),
+        Ok(Point::RegionInsertPut)
+    );
+    sweeper.thaw();
+    follow_tx.send(()).unwrap();
+    assert_eq!(stale.join().unwrap(), Ok(()));
+    assert_eq!(r.count(victim), 2, "a copy of the stale insert stranded");
+    assert!(r.remove(victim));
+    assert!(r.contains(victim), "false negative");
+    assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
+    assert_eq!(r.occupied(), r.len() as usize, "a copy lost or duplicated");
+}
