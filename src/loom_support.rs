@@ -34,6 +34,16 @@ impl RegionsModel {
         )
     }
 
+    /// This level, but its inserts help no sweep before they put (one
+    /// whose region is full still sweeps): for the models of stale
+    /// inserts across two steps (R7, R8), whose interleavings the help
+    /// multiplies several times over. R2, R3 and R9 keep the help (R3's
+    /// canary `Unpinned` needs it to fail).
+    pub fn inserts_not_helping(mut self) -> RegionsModel {
+        self.0.set_inserts_help(false);
+        self
+    }
+
     /// Inserts hash `h`; `false` if refused.
     pub fn insert(&self, h: u64) -> bool {
         self.0.insert(h).is_ok()

@@ -284,6 +284,11 @@ pub(crate) struct Regions {
     /// stay where they are, so every hop into it finds no room.
     #[cfg(loom)]
     junk_new_regions: bool,
+    /// Whether inserts help a running step's sweep before they put (a
+    /// model of another protocol may leave it to the step: see
+    /// `set_inserts_help`).
+    #[cfg(loom)]
+    inserts_help: bool,
 }
 
 // `Regions` is `Send + Sync` without an `unsafe impl`: `AtomicPtr` is both
@@ -318,6 +323,25 @@ impl Regions {
         let mut r = Self::build(m0, max_regions, canary)?;
         r.junk_new_regions = junk_new_regions;
         Ok(r)
+    }
+
+    /// Makes inserts help no sweep before they put (an insert whose
+    /// region is full still sweeps). For loom models of protocols other
+    /// than the help, which models of their own check: the help's
+    /// interleavings multiply theirs several times over.
+    #[cfg(loom)]
+    pub(crate) fn set_inserts_help(&mut self, on: bool) {
+        self.inserts_help = on;
+    }
+
+    /// Whether inserts help a running sweep before they put (always,
+    /// but in some loom models).
+    #[inline(always)]
+    fn inserts_help(&self) -> bool {
+        #[cfg(loom)]
+        return self.inserts_help;
+        #[cfg(not(loom))]
+        true
     }
 
     fn build(
@@ -387,6 +411,8 @@ impl Regions {
             canary,
             #[cfg(loom)]
             junk_new_regions: false,
+            #[cfg(loom)]
+            inserts_help: true,
         }
     }
 

@@ -36,7 +36,7 @@ impl Regions {
             let before = self.step.load(Ordering::Acquire);
             let e = self.map.load(slot, Ordering::Acquire);
             let region = self.region(e.cur);
-            if let Some(sweep) = self.running_sweep() {
+            if let Some(sweep) = self.running_sweep().filter(|_| self.inserts_help()) {
                 // An insert with room helps without waiting (it would wait
                 // for no one); one that displaces may wait, and may take
                 // a chunk that needs displacing.
