@@ -285,3 +285,26 @@ fn a_sweeper_that_outlived_its_step_never_strands_a_stale_insert() {
     assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
     assert_eq!(r.occupied(), r.len() as usize, "a copy lost or duplicated");
 }
+
+#[test]
+fn a_copy_of_a_level_is_not_held_up_by_a_stopped_chunk_owner() {
+    let (r, keys) = stepping(150);
+    // The only chunk's owner stops before its first hop.
+    let frozen = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::SweepHopping, move || {
+            r.help();
+        })
+    };
+    assert!(r.stepping());
+    // A copy (and a save, which freezes the same way) helps the step to
+    // its end first: it sweeps the stopped owner's chunk itself.
+    let copied = {
+        let r = StdArc::clone(&r);
+        finishes(move || r.try_clone().map(|c| c.len()))
+    };
+    frozen.thaw();
+    let copied = copied.expect("the copy waited for the stopped chunk owner");
+    assert_eq!(copied.ok(), Some(keys.len() as i64));
+    assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
+}
