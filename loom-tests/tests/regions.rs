@@ -14,14 +14,20 @@
 //! takes region 0's last slots, [`MOVING`] and [`TWICE`]; a second step
 //! (model R7) moves [`TWICE`] on to region 2.
 //!
-//! Models R7 and R8 check stale inserts across two steps, with inserts
-//! that help no sweep (`inserts_not_helping`): the help is R2's, R3's and
-//! R9's to check, and it multiplies R8's executions past CI's budget.
+//! Models R6, R7 and R8 check stale inserts, with inserts that help no
+//! sweep (`inserts_not_helping`): the help is R2's, R3's and R9's to
+//! check, and it multiplies these models' executions past CI's budget
+//! (R8 4.90M, R6 1.71M with it; 374,733 and 728,121 without).
+//!
+//! A canary's model stops at its first failing execution
+//! (`common::canary_model`): a canary only has to be shown failing, and
+//! its whole search cost as much as its model's (`UncheckedJoin` 2.75M
+//! executions, `UnsplitStaleInsert` 1.47M).
 #![cfg(loom)]
 
 mod common;
 
-use common::model;
+use common::{canary_model, model};
 use koel::loom_support::{RegionCanary, RegionsModel};
 use loom::sync::Arc;
 use loom::thread;
@@ -75,6 +81,19 @@ fn fillers(n: usize, bucket: usize, alt: usize, taken: &mut Vec<u64>) -> Vec<u64
     tags
 }
 
+/// Runs the model `body` of `canary`: the whole search for the real
+/// protocol, up to the first failing execution for a canary.
+fn run<F>(name: &str, canary: RegionCanary, body: F)
+where
+    F: Fn() -> Result<(), String> + Sync + Send + 'static,
+{
+    if canary == RegionCanary::None {
+        model(name, body)
+    } else {
+        canary_model(name, body)
+    }
+}
+
 /// Runs a step (its claim, its entries, the bump, every sweep chunk) on
 /// the calling thread.
 fn step(level: &RegionsModel) {
@@ -86,7 +105,7 @@ fn step(level: &RegionsModel) {
 /// hops its tag from region 0 to region 1, finds it.
 fn lookup_vs_hop(name: &str, canary: RegionCanary) {
     let x = moving_key();
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(2, canary));
         ensure!(level.insert(x), "pre-fill: insert refused");
         let stepper = {
@@ -114,7 +133,7 @@ fn lookup_vs_hop(name: &str, canary: RegionCanary) {
 /// Model R4: a count of a key whose slot moves, during the step, is 1.
 fn count_vs_hop(name: &str, canary: RegionCanary) {
     let x = moving_key();
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(2, canary));
         ensure!(level.insert(x), "pre-fill: insert refused");
         let stepper = {
@@ -135,7 +154,7 @@ fn count_vs_hop(name: &str, canary: RegionCanary) {
 /// it, and afterwards no copy is left in either region.
 fn remove_vs_hop(name: &str, canary: RegionCanary) {
     let x = moving_key();
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(2, canary));
         ensure!(level.insert(x), "pre-fill: insert refused");
         let stepper = {
@@ -162,10 +181,11 @@ fn remove_vs_hop(name: &str, canary: RegionCanary) {
 /// insert's own if the sweep missed its tag. Either way the tag stays in
 /// region 0 and the slot stays split. (An insert that comes after the
 /// step finds region 1 full and no room for another region: refused.)
+/// The insert helps no sweep: a helper meeting a full pair is R9's.
 fn insert_vs_step_without_room(name: &str, canary: RegionCanary) {
     let y = moving_key();
-    model(name, move || {
-        let level = Arc::new(RegionsModel::with_full_new_regions(2, canary));
+    run(name, canary, move || {
+        let level = Arc::new(RegionsModel::with_full_new_regions(2, canary).inserts_not_helping());
         let inserter = {
             let level = Arc::clone(&level);
             thread::spawn(move || level.insert(y))
@@ -199,7 +219,7 @@ fn insert_vs_step_without_room(name: &str, canary: RegionCanary) {
 /// on.
 fn insert_vs_two_steps(name: &str, canary: RegionCanary) {
     let y = key(TWICE, |_, _| true);
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(3, canary).inserts_not_helping());
         let inserter = {
             let level = Arc::clone(&level);
@@ -233,7 +253,7 @@ fn insert_vs_two_steps(name: &str, canary: RegionCanary) {
 /// followed it); once both have, it is counted twice.
 fn two_inserts_vs_two_steps(name: &str, canary: RegionCanary) {
     let y = key(TWICE, |_, _| true);
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(3, canary).inserts_not_helping());
         let spawn = || {
             let level = Arc::clone(&level);
@@ -258,7 +278,7 @@ fn two_inserts_vs_two_steps(name: &str, canary: RegionCanary) {
 /// found once both have returned.
 fn insert_vs_step(name: &str, canary: RegionCanary) {
     let y = moving_key();
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(2, canary));
         let inserter = {
             let level = Arc::clone(&level);
@@ -294,6 +314,15 @@ fn insert_vs_step(name: &str, canary: RegionCanary) {
 /// first chunk and 2 and 3 in its second: a move of `x` between the two
 /// chunks would hide it from the sweep, and the step would end with `x`
 /// in region 0 and its slot naming region 1 alone.
+///
+/// The insert runs on the model's own thread and the step on the spawned
+/// one. The races this model guards take two preemptions either way (the
+/// insert checks the pins, the step begins and sweeps the first chunk,
+/// the insert moves `x`, the step sweeps the second), but with the roles
+/// the other way round loom explored 1,417,483 executions and reached the
+/// failure of `PinCheckedBeforeCopy` only at execution 1,519,081 (237 s
+/// for the canary alone); this way round 489,189 executions, and that
+/// canary fails at execution 19, `Unpinned` at 74.
 fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
     let x = key(MOVING, |i1, i2| (i1.min(i2), i1.max(i2)) == (1, 2));
     let z = key(STAYING, |i1, i2| (i1, i2) == (2, 3));
@@ -308,17 +337,18 @@ fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
         [RegionsModel::tag(x), a[0], a[1]],
         [c[0], c[1], c[2]],
     ];
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(RegionsModel::new(2, canary));
         for (b, tags) in buckets.iter().enumerate() {
             level.set_bucket(0, b, *tags);
         }
-        let inserter = {
+        let stepper = {
             let level = Arc::clone(&level);
-            thread::spawn(move || level.insert(z))
+            thread::spawn(move || step(&level))
         };
-        step(&level);
-        ensure!(inserter.join().unwrap(), "insert refused");
+        let inserted = level.insert(z);
+        stepper.join().unwrap();
+        ensure!(inserted, "insert refused");
         ensure!(level.contains(z), "false negative: z");
         ensure!(
             level.contains(x),
@@ -337,7 +367,7 @@ fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
 /// slot split.
 fn chunk_swept_twice(name: &str, canary: RegionCanary, full: bool) {
     let x = key(MOVING, |i1, i2| i1 < 2 && i2 < 2);
-    model(name, move || {
+    run(name, canary, move || {
         let level = Arc::new(if full {
             RegionsModel::with_full_new_regions(2, canary)
         } else {

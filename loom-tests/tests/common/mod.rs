@@ -159,6 +159,25 @@ pub fn model_bounded<F>(name: &str, bound: Option<usize>, body: F)
 where
     F: Fn() -> Result<(), String> + Sync + Send + 'static,
 {
+    search(name, bound, false, body)
+}
+
+/// [`model`] for a canary, which must fail: stops at the first execution
+/// that returns `Err` and panics with its error, instead of exploring the
+/// rest (a canary's whole search costs as much as its model's, and shows
+/// nothing more than that one execution fails).
+pub fn canary_model<F>(name: &str, body: F)
+where
+    F: Fn() -> Result<(), String> + Sync + Send + 'static,
+{
+    search(name, None, true, body)
+}
+
+/// The search behind [`model_bounded`] and [`canary_model`].
+fn search<F>(name: &str, bound: Option<usize>, stop_at_failure: bool, body: F)
+where
+    F: Fn() -> Result<(), String> + Sync + Send + 'static,
+{
     let runs = StdArc::new(AtomicUsize::new(0));
     let failures = StdArc::new(AtomicUsize::new(0));
     let first = StdArc::new(Mutex::new(None::<(usize, String)>));
@@ -180,9 +199,16 @@ where
         builder.max_branches = builder.max_branches.max(2000);
     }
     let started = std::time::Instant::now();
+    let name_in = name.to_string();
     builder.check(move || {
         let run = runs_in.fetch_add(1, Relaxed) + 1;
         if let Err(msg) = body() {
+            if stop_at_failure {
+                panic!(
+                    "{name_in}: execution {run} failed (after {:.2?}): {msg}",
+                    started.elapsed()
+                );
+            }
             failures_in.fetch_add(1, Relaxed);
             first_in.lock().unwrap().get_or_insert((run, msg));
         }
