@@ -45,7 +45,7 @@
 //! | operation | progress | a racing `contains` may return |
 //! | --- | --- | --- |
 //! | `contains` | never writes, never takes a lock, never waits for a writer; a positive answer is wait-free; a negative answer re-reads only if a writer of its bucket pair completed a step during the read (lock-free) | `true` once the insert's CAS landed |
-//! | `insert` | lock-free when a candidate bucket has room (one CAS): it waits for no other thread, also during growth and during a save; displacement takes one bucket-pair stripe at a time (blocking under contention). Not yet in a level grown by regions (past the tag bits): there an insert during a step first helps move a chunk of keys and may wait for a stripe a stopped writer holds (`docs/design.md`, "No wait for a stopped sweeper") | — |
+//! | `insert` | lock-free when a candidate bucket has room (one CAS): it waits for no other thread, also during growth and during a save; displacement takes one bucket-pair stripe at a time (blocking under contention). In a level grown by regions (past the tag bits) an insert during a step also helps move one chunk of keys without waiting (it skips pairs others hold); one that raced the step's start, or helped across a whole step, takes a stripe as a displacement does | — |
 //! | `insert_unique` | holds the key's pair stripe for check-then-insert (blocking under contention); exactly one winner per absent key | — |
 //! | `remove` | holds the key's pair stripe (blocking under contention); removes exactly one copy | `false` once the removing CAS landed |
 //! | `count` | like a negative `contains`; it also re-reads while a displacement of its own tag is in flight (so that copy counts once), the one case in which a preempted writer delays a lookup | — |

@@ -1,12 +1,12 @@
 //! Loom models of a level of consistent regions (issue 17,
-//! `src/raw/regions.rs`, not wired into the filter yet): a step that moves
-//! a slot from region 0 to a new region 1 while a lookup reads the slot's
-//! key (model R1), counts it (R4) or removes it (R5), an insert of a key
-//! of that slot races the step (model R2), or a displacement inside region
-//! 0 would move a tag of that slot past the sweep (model R3), or an insert
-//! races a step whose new region has no room (R6), or a helper that may not
-//! wait sweeps a chunk that a waiting sweeper sweeps again (R9), each with
-//! the canaries that must fail it.
+//! `src/raw/regions.rs`, the engine of the filter's region levels): a step
+//! that moves a slot from region 0 to a new region 1 while a lookup reads
+//! the slot's key (model R1), counts it (R4) or removes it (R5), an insert
+//! of a key of that slot races the step (model R2), or a displacement
+//! inside region 0 would move a tag of that slot past the sweep (model
+//! R3), or an insert races a step whose new region has no room (R6), or a
+//! helper that may not wait sweeps a chunk that a waiting sweeper sweeps
+//! again (R9), each with the canaries that must fail it.
 //!
 //! Under loom a region has 4 buckets of three 21-bit tags, the map has four
 //! slots and a sweep chunk covers two buckets. The first step adds one

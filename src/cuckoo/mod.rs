@@ -645,12 +645,14 @@ impl CuckooFilter {
     /// table. Otherwise it displaces other tags along a short path, taking
     /// one bucket-pair stripe at a time (blocking under contention on that
     /// pair), and during a doubling it may wait until its buckets are
-    /// migrated (behind a save: until the save ends). Not yet so in a level
-    /// grown by regions (past the tag bits): while such a level runs a
-    /// growth step, an insert into it first helps move one chunk of keys,
-    /// and may wait for a bucket-pair stripe that a stopped `remove` or
-    /// move holds (`docs/design.md`, "No wait for a stopped sweeper", has
-    /// the fix, built but not landed).
+    /// migrated (behind a save: until the save ends). In a level grown by
+    /// regions (past the tag bits) an insert during a growth step first
+    /// helps move one chunk of keys, without waiting: it skips a pair
+    /// another thread holds and leaves it to the step. Two rare cases take
+    /// a bucket-pair stripe as a displacement does: an insert that raced
+    /// the step's start (its key's slot moved as it inserted) moves its tag
+    /// on to the slot's new region, and a helper delayed across a whole
+    /// step takes back a copy it made too late.
     ///
     /// # Past the tag bits
     ///

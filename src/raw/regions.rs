@@ -67,8 +67,10 @@
 //!   two full buckets does: one to do or left at a full pair if any, else
 //!   one that is claimed but not done (its claimant may have stopped),
 //!   which it then marks done. So a stopped chunk owner holds up no step.
-//!   (`finish_step` sweeps the same way.) A stopped owner that wakes after
-//!   its chunk is done stops at its next hop.
+//!   (`finish_step` sweeps the same way, and so do a copy and a save,
+//!   which help a running step to its end before they freeze the level.)
+//!   A stopped owner that wakes after its chunk is done stops at its next
+//!   hop.
 //! * What may still wait for a stopped thread: an insert that raced a
 //!   step and follows its tag (`follow`), and the waiting sweeps, for a
 //!   stripe held in the middle of a remove or a hop.
