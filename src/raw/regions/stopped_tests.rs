@@ -141,10 +141,10 @@ fn a_plain_insert_with_room_never_waits_for_a_stopped_remove() {
     assert_eq!(r.split_slots(), 0);
 }
 
-#[test]
-fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
+/// A level of 150 keys in a step whose only chunk's owner is stopped
+/// before its first hop.
+fn owner_stopped_mid_chunk() -> (StdArc<Regions>, Vec<u64>, Frozen) {
     let (r, keys) = stepping(150);
-    // The only chunk's owner stops before its first hop.
     let frozen = {
         let r = StdArc::clone(&r);
         Frozen::at(Point::SweepHopping, move || {
@@ -152,6 +152,12 @@ fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
         })
     };
     assert!(r.stepping());
+    (r, keys, frozen)
+}
+
+#[test]
+fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
+    let (r, keys, frozen) = owner_stopped_mid_chunk();
     let ended = {
         let r = StdArc::clone(&r);
         finishes(move || r.finish_step())
@@ -288,15 +294,7 @@ fn a_sweeper_that_outlived_its_step_never_strands_a_stale_insert() {
 
 #[test]
 fn a_copy_of_a_level_is_not_held_up_by_a_stopped_chunk_owner() {
-    let (r, keys) = stepping(150);
-    // The only chunk's owner stops before its first hop.
-    let frozen = {
-        let r = StdArc::clone(&r);
-        Frozen::at(Point::SweepHopping, move || {
-            r.help();
-        })
-    };
-    assert!(r.stepping());
+    let (r, keys, frozen) = owner_stopped_mid_chunk();
     // A copy (and a save, which freezes the same way) helps the step to
     // its end first: it sweeps the stopped owner's chunk itself.
     let copied = {
