@@ -16,7 +16,7 @@ pub struct RegionsModel(Regions);
 
 impl RegionsModel {
     /// Slots of the map.
-    pub const SLOTS: usize = crate::raw::regions::SLOTS;
+    pub const SLOTS: usize = crate::raw::slot_map::MAX_SLOTS;
 
     /// One region, room for `max_regions`.
     pub fn new(max_regions: usize, canary: RegionCanary) -> RegionsModel {
@@ -103,7 +103,7 @@ impl RegionsModel {
     /// a model may pick its keys before it runs.
     pub fn slot(h: u64) -> (usize, usize, usize) {
         let at = Self::geometry().locate::<L21x3>(h);
-        (slot_of(at.tag, at.i1.min(at.i2)), at.i1, at.i2)
+        (slot_of(at.tag, at.i1.min(at.i2), Self::SLOTS), at.i1, at.i2)
     }
 
     /// The tag of hash `h`.
@@ -114,7 +114,7 @@ impl RegionsModel {
     /// The alternate of `tag` stored in `bucket`, and the tag's slot there.
     pub fn alt(bucket: usize, tag: u64) -> (usize, usize) {
         let alt = Self::geometry().alt(bucket, tag);
-        (alt, slot_of(tag, bucket.min(alt)))
+        (alt, slot_of(tag, bucket.min(alt), Self::SLOTS))
     }
 
     fn geometry() -> Geometry {

@@ -188,3 +188,31 @@ fn truncated_files_with_a_level_of_regions_are_refused() {
         }
     }
 }
+
+/// Version 4 files saved before a level's map followed its most regions
+/// hold a map of 2^14 slots: they still load, save back to the same
+/// bytes, and grow on (their level keeps its map; new levels get theirs).
+#[test]
+fn a_file_with_a_map_of_16384_slots_still_loads_and_grows() {
+    // Written by the code of 2026-12-07 morning (main a419f76).
+    let old = include_bytes!("../fuzz/seeds/v4_cuckoo16_regions.koel");
+    let f = CuckooFilter::read_from(&old[..]).unwrap();
+    assert!(f.levels_count() >= 2, "a level of regions");
+    let mut again = Vec::new();
+    f.write_to(&mut again).unwrap();
+    assert!(again == old, "saved back to other bytes");
+    let len = f.len();
+    let fresh = |i: u64| 0xF0F0_0000_0000 + i;
+    for i in 0..50_000 {
+        f.insert(&fresh(i)).unwrap();
+    }
+    assert_eq!(f.len(), len + 50_000);
+    let mut bytes = Vec::new();
+    f.write_to(&mut bytes).unwrap();
+    let back = CuckooFilter::read_from(&bytes[..]).unwrap();
+    assert!(
+        (0..50_000).all(|i| back.contains(&fresh(i))),
+        "false negative"
+    );
+    assert_eq!(back.len(), f.len());
+}

@@ -428,7 +428,7 @@ impl Upper {
         let max_memory = match max_memory {
             None => None,
             Some(max) => {
-                let needed = held.saturating_add(first_bytes(plan.m0));
+                let needed = held.saturating_add(first_bytes(plan.m0, plan.max_regions));
                 if needed > max {
                     return Err(self.memory_refusal(max, needed));
                 }

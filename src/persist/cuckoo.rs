@@ -22,8 +22,8 @@ use std::path::Path;
 // The record of a level grown by regions (format version 4).
 mod regions;
 
-use regions::RegionCheck;
 pub use regions::RegionsInfo;
+use regions::{RegionCheck, RegionsShape};
 
 /// A cuckoo header's shape, validated.
 #[derive(Clone, Copy, Debug)]
@@ -41,9 +41,9 @@ pub(crate) struct Shape {
     /// Whether the record of the level above follows this one.
     pub(crate) level_above: bool,
     /// For a level of regions' record (format version 4): its regions of
-    /// `geo.m0()` buckets each (its geometry is generation 0). `None` for
-    /// a table's record.
-    pub(crate) regions: Option<u64>,
+    /// `geo.m0()` buckets each (its geometry is generation 0) and its map's
+    /// slots. `None` for a table's record.
+    pub(crate) regions: Option<RegionsShape>,
 }
 
 /// Why a first record of format version 4 is refused.
@@ -156,12 +156,16 @@ pub(crate) fn shape(h: &Header, below: Option<&Shape>) -> Result<Shape, LoadErro
             expected: buckets,
         });
     }
-    let block = if regions.is_some() {
-        regions::BLOCK_LEN
-    } else {
-        0
+    // A level of regions' block holds its map, whose size the payload's
+    // length tells.
+    let regions = match regions {
+        None => None,
+        Some(regions) => Some(RegionsShape {
+            regions,
+            slots: regions::slots_in(h.payload_len, buckets)?,
+        }),
     };
-    let payload_len = block + buckets * 8;
+    let payload_len = regions.map_or(0, |r| regions::block_len(r.slots)) + buckets * 8;
     if h.payload_len != payload_len {
         return Err(LoadError::PayloadLengthMismatch {
             stored: h.payload_len,

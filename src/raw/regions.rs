@@ -9,10 +9,12 @@
 //!   append-only array that lives as long as the level. Nothing is
 //!   retired, so no operation needs an epoch pin or an announcement. All regions
 //!   share one geometry, so a key has the same tag and local pair in each.
-//! * **Map**: [`SLOTS`] `AtomicU32` entries, `cur | prev << 16` (equal
+//! * **Map**: `2^10` to `2^14` `AtomicU32` entries (eight or more per
+//!   region the level may have, [`slots_for`]), `cur | prev << 16` (equal
 //!   outside a step; bit 31, [`JOINING`], only while a step's end joins
-//!   the slot, which lookups treat as split). A key's slot mixes its tag and the lower bucket of its
-//!   pair ([`slot_of`]), so a tag found in a bucket names its slot alone.
+//!   the slot, which lookups treat as split). A key's slot mixes its tag
+//!   and the lower bucket of its pair ([`slot_of`]), so a tag found in a
+//!   bucket names its slot alone.
 //! * **Step counter**: steps begun. Bumped once per step, after the step's
 //!   moved entries are written.
 //!
@@ -120,7 +122,7 @@ use super::counters::Counters;
 use super::geometry::{Addressing, Geometry, Located};
 use super::ops;
 use super::slot_map::Pin;
-pub(crate) use super::slot_map::{slot_of, Entry, SlotMap, JOINING, MAX_REGIONS, SLOTS};
+pub(crate) use super::slot_map::{slot_of, slots_for, Entry, SlotMap, JOINING, MAX_REGIONS};
 use super::stripe::count_stands;
 use super::table::Table;
 #[cfg(loom)]
@@ -159,10 +161,11 @@ const CHUNK: usize = 256;
 #[cfg(loom)]
 const CHUNK: usize = 2;
 
-/// Heap bytes of a level's map and failure marks (96 KiB), whatever its
-/// size.
-pub(crate) const MAP_BYTES: usize =
-    SLOTS * (std::mem::size_of::<u32>() + std::mem::size_of::<u16>());
+/// Heap bytes of the map and failure marks of a level of `slots` slots
+/// (24 KiB for `2^12`, 96 KiB at most), whatever its size.
+pub(crate) fn map_bytes(slots: usize) -> usize {
+    slots * (std::mem::size_of::<u32>() + std::mem::size_of::<u16>())
+}
 
 // The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
 // share, here so that neither imports the other.
@@ -352,7 +355,7 @@ impl Regions {
         #[cfg(loom)] canary: RegionCanary,
     ) -> Result<Regions, AllocError> {
         let geo = Geometry::new(m0, 0, ADDRESSING);
-        let map = Arc::new(SlotMap::new());
+        let map = Arc::new(SlotMap::new(slots_for(max_regions)));
         let first = new_region(
             geo,
             &map,
@@ -361,7 +364,7 @@ impl Regions {
             canary,
         )?;
         let plan = Plan {
-            slots: vec![(0..SLOTS as u16).collect()],
+            slots: vec![(0..map.slots() as u16).collect()],
         };
         Ok(Self::assemble(
             geo,
@@ -384,7 +387,8 @@ impl Regions {
         max_regions: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Regions {
-        assert!((1..=MAX_REGIONS).contains(&max_regions));
+        let slots = map.slots();
+        assert!((1..=slots).contains(&max_regions));
         assert!((1..=max_regions).contains(&regions.len()));
         let count = regions.len();
         let mut regions = regions.into_iter();
@@ -404,7 +408,7 @@ impl Regions {
             sweep: AtomicPtr::new(std::ptr::null_mut()),
             sweeps: Mutex::new(Vec::new()),
             plan: Mutex::new(plan),
-            failed: (0..SLOTS).map(|_| AtomicU16::new(0)).collect(),
+            failed: (0..slots).map(|_| AtomicU16::new(0)).collect(),
             max_regions,
             max_bytes: usize::MAX,
             counters: Counters::default(),
@@ -455,7 +459,7 @@ impl Regions {
     #[inline(always)]
     fn locate(&self, h: u64) -> (Located, usize) {
         let at = self.geo.locate::<L21x3>(h);
-        (at, slot_of(at.tag, at.i1.min(at.i2)))
+        (at, self.map.slot_of(at.tag, at.i1.min(at.i2)))
     }
 
     /// Whether hash `h` may have been inserted.
@@ -575,7 +579,7 @@ impl Regions {
     /// Slots whose tags are in two regions outside a step (a statistic: 0
     /// while a step runs would not mean anything).
     pub(crate) fn split_slots(&self) -> usize {
-        (0..SLOTS)
+        (0..self.map.slots())
             // Relaxed: a statistic.
             .filter(|&s| self.map.load(s, Ordering::Relaxed).is_split())
             .count()
@@ -606,7 +610,7 @@ impl Regions {
 
     /// Heap bytes of the map and the failure marks.
     pub(crate) fn map_bytes(&self) -> usize {
-        MAP_BYTES
+        map_bytes(self.map.slots())
     }
 
     /// Occupied lanes over every region (a scan).

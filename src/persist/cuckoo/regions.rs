@@ -13,17 +13,47 @@ use crate::persist::stream;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::Geometry;
 use crate::raw::regions::{layout_flaw, PartsError, Regions, RegionsParts, RegionsView};
-use crate::raw::regions::{MAX_REGIONS, SLOTS};
+use crate::raw::slot_map::{valid_slots, MAX_REGIONS, MAX_SLOTS};
 use std::io::{self, Write};
 
-/// Words of the level block: regions, region limit, steps and map slots,
-/// then the map (two entries a word, the lower slot in the low half), then
-/// the slot order (four slots a word, the first in the low 16 bits).
-/// Little-endian, these are the map as `u32`s and the order as `u16`s.
-pub(crate) const BLOCK_WORDS: usize = 4 + SLOTS / 2 + SLOTS / 4;
+/// What a level of regions' header and payload length say of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegionsShape {
+    /// Regions of `m0` buckets.
+    pub(crate) regions: u64,
+    /// Slots of its map.
+    pub(crate) slots: usize,
+}
 
-/// Bytes of the level block.
-pub(crate) const BLOCK_LEN: u64 = 8 * BLOCK_WORDS as u64;
+/// Words of the level block of a map of `slots` slots: regions, region
+/// limit, steps and map slots, then the map (two entries a word, the lower
+/// slot in the low half), then the slot order (four slots a word, the
+/// first in the low 16 bits). Little-endian, these are the map as `u32`s
+/// and the order as `u16`s.
+fn block_words(slots: usize) -> usize {
+    4 + slots / 2 + slots / 4
+}
+
+/// Bytes of the level block of a map of `slots` slots.
+pub(crate) fn block_len(slots: usize) -> u64 {
+    8 * block_words(slots) as u64
+}
+
+/// The map slots of a record of `buckets` buckets whose payload is
+/// `payload_len` bytes: the level block is what the words leave, and it
+/// must be that of a map a level may have (`2^10` to `2^14` slots).
+pub(crate) fn slots_in(payload_len: u64, buckets: u64) -> Result<usize, LoadError> {
+    let block = payload_len.saturating_sub(8 * buckets);
+    let slots = (block / 8).saturating_sub(4) * 4 / 3;
+    match usize::try_from(slots) {
+        Ok(slots) if valid_slots(slots) && block_len(slots) == block => Ok(slots),
+        _ => Err(LoadError::PayloadLengthMismatch {
+            stored: payload_len,
+            // What a level with the largest map would have.
+            expected: block_len(MAX_SLOTS) + 8 * buckets,
+        }),
+    }
+}
 
 /// The regions of a record of `buckets` buckets of `m0` each: a whole
 /// number in `1..=MAX_REGIONS`.
@@ -41,11 +71,12 @@ pub(crate) fn regions_in(buckets: u64, m0: u64) -> Result<u64, LoadError> {
 
 /// The level block of `parts`, as words.
 fn block(parts: &RegionsParts) -> Vec<u64> {
+    let slots = parts.entries.len();
     let mut words = vec![
         parts.regions as u64,
         parts.max_regions as u64,
         parts.steps,
-        SLOTS as u64,
+        slots as u64,
     ];
     words.extend(
         parts
@@ -58,18 +89,19 @@ fn block(parts: &RegionsParts) -> Vec<u64> {
             .rev()
             .fold(0u64, |w, &slot| w << 16 | u64::from(slot))
     }));
-    debug_assert_eq!(words.len(), BLOCK_WORDS);
+    debug_assert_eq!(words.len(), block_words(slots));
     words
 }
 
-/// The parts a level block of words `word(0..BLOCK_WORDS)` holds, for a
-/// record whose header says `regions` regions of `m0` buckets, checked
-/// (`RegionsParts::check`).
+/// The parts a level block of words `word(0..block_words(slots))` holds,
+/// for a record of `m0` buckets per region whose header and length say
+/// `shape`, checked (`RegionsParts::check`).
 fn parts_of(
     word: impl Fn(usize) -> u64,
     m0: u64,
-    regions: u64,
+    shape: RegionsShape,
 ) -> Result<(RegionsParts, Geometry), LoadError> {
+    let RegionsShape { regions, slots } = shape;
     let invalid = |field, value, reason| {
         Err(LoadError::InvalidRegionLevel {
             field,
@@ -84,25 +116,25 @@ fn parts_of(
             "it must be the header's bucket count divided by m0",
         );
     }
-    if word(3) != SLOTS as u64 {
+    if word(3) != slots as u64 {
         return invalid(
             "map slots",
             word(3),
-            "this build's map has 16384 slots (2^14)",
+            "it must be the map the payload's length leaves room for",
         );
     }
     let map = 4;
-    let order = map + SLOTS / 2;
+    let order = map + slots / 2;
     let parts = RegionsParts {
         m0,
         regions: regions as usize,
         // Saturates: `check` refuses anything above MAX_REGIONS.
         max_regions: usize::try_from(word(1)).unwrap_or(usize::MAX),
         steps: word(2),
-        entries: (0..SLOTS)
+        entries: (0..slots)
             .map(|s| (word(map + s / 2) >> (32 * (s % 2))) as u32)
             .collect(),
-        order: (0..SLOTS)
+        order: (0..slots)
             .map(|s| (word(order + s / 4) >> (16 * (s % 4))) as u16)
             .collect(),
     };
@@ -117,7 +149,13 @@ fn parts_error(e: PartsError) -> LoadError {
         PartsError::Regions { max_regions, .. } => LoadError::InvalidRegionLevel {
             field: "region limit",
             value: max_regions as u64,
-            reason: "it must be at least the regions and at most 16384",
+            reason: "it must be at least the regions and at most the map's slots",
+        },
+        // `parts_of` reads as many entries and slots as `slots_in` allows.
+        PartsError::Slots { slots, .. } => LoadError::InvalidRegionLevel {
+            field: "map slots",
+            value: slots as u64,
+            reason: "it must be a power of two from 2^10 to 2^14",
         },
         PartsError::Steps { steps, .. } => LoadError::InvalidRegionLevel {
             field: "steps",
@@ -174,7 +212,7 @@ pub struct RegionsInfo {
 /// block, then the layout's rules for every word, counting occupied lanes.
 pub(crate) struct RegionCheck {
     m0: u64,
-    regions: u64,
+    shape: RegionsShape,
     /// The level block's bytes so far (little-endian).
     block: Vec<u8>,
     /// The block's parts, once it is whole and valid.
@@ -188,11 +226,11 @@ pub(crate) struct RegionCheck {
 
 impl RegionCheck {
     /// The check of a record of `shape` (a level of regions').
-    pub(crate) fn new(shape: &Shape, regions: u64) -> RegionCheck {
+    pub(crate) fn new(shape: &Shape, regions: RegionsShape) -> RegionCheck {
         RegionCheck {
             m0: shape.geo.m0(),
-            regions,
-            block: Vec::with_capacity(BLOCK_LEN as usize),
+            shape: regions,
+            block: Vec::with_capacity(block_len(regions.slots) as usize),
             parts: None,
             words: 0,
             counted: 0,
@@ -213,14 +251,15 @@ impl RegionCheck {
 
 impl PayloadCheck for RegionCheck {
     fn absorb(&mut self, mut bytes: &[u8]) {
-        if self.block.len() < BLOCK_LEN as usize {
-            let take = bytes.len().min(BLOCK_LEN as usize - self.block.len());
+        let len = block_len(self.shape.slots) as usize;
+        if self.block.len() < len {
+            let take = bytes.len().min(len - self.block.len());
             self.block.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
-            if self.block.len() == BLOCK_LEN as usize {
+            if self.block.len() == len {
                 let block = &self.block;
                 let word = |i: usize| stream::le_word(&block[8 * i..8 * i + 8]);
-                match parts_of(word, self.m0, self.regions) {
+                match parts_of(word, self.m0, self.shape) {
                     Ok(parts) => self.parts = Some(parts),
                     Err(e) => self.first_bad = Some(e),
                 }
@@ -264,17 +303,17 @@ impl PayloadCheck for RegionCheck {
 }
 
 /// The level of regions of a record of `shape` (whose header said
-/// `regions` regions), built from its payload, which `fill` writes as
+/// `regions`), built from its payload, which `fill` writes as
 /// native-endian words piece by piece: the level block, then one region
 /// at a time. `count` is the trailer's item count, which the occupied
 /// lanes must equal.
 pub(crate) fn build(
     shape: &Shape,
-    regions: u64,
+    regions: RegionsShape,
     count: u64,
     mut fill: impl FnMut(&mut [u8]) -> io::Result<()>,
 ) -> Result<Regions, LoadError> {
-    let mut block = vec![0u8; BLOCK_LEN as usize];
+    let mut block = vec![0u8; block_len(regions.slots) as usize];
     fill(&mut block)?;
     let word = |i: usize| u64::from_ne_bytes(block[8 * i..8 * i + 8].try_into().expect("8 bytes"));
     let (parts, _) = parts_of(word, shape.geo.m0(), regions)?;
@@ -308,7 +347,7 @@ pub(crate) fn write_record<W: Write>(
         buckets,
         seed,
         probe: saved::probe(seed, algorithm),
-        payload_len: BLOCK_LEN + 8 * buckets,
+        payload_len: block_len(parts.entries.len()) + 8 * buckets,
         param32: cuckoo::growth_code(Growth::Double),
         param64: policy.max_false_positive_rate.to_bits(),
         max_memory: policy.max_memory.map_or(0, |m| m as u64),

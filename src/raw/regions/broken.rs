@@ -2,7 +2,7 @@
 //! protocol (`crate::canary::RegionCanary`). The real code calls one
 //! only under `cfg(loom)`, when a model set its canary.
 
-use super::{count_two, slot_of, Hopped, Regions};
+use super::{count_two, Hopped, Regions};
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::cas::take;
@@ -22,7 +22,7 @@ impl Regions {
             return;
         }
         let mut junk = (1..=L21x3::MAX_TAG).filter(|&tag| {
-            (0..t.buckets()).all(|b| slot_of(tag, b.min(self.geo.alt(b, tag))) == 0)
+            (0..t.buckets()).all(|b| self.map.slot_of(tag, b.min(self.geo.alt(b, tag))) == 0)
         });
         for b in 0..t.buckets() {
             let tags: Vec<u64> = junk.by_ref().take(3).collect();

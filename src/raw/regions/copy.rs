@@ -1,7 +1,7 @@
 //! Whole-level operations that must see no step: `clear` and a
 //! consistent copy (`Clone` of a filter with a region level).
 
-use super::{new_region, Regions, SLOTS};
+use super::{new_region, Regions};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::memory::AllocError;
@@ -93,7 +93,8 @@ impl Regions {
                     items += bucket::occupied::<L21x3>(w) as usize;
                 }
             }
-            for slot in 0..SLOTS {
+            debug_assert_eq!(copy.map.slots(), self.map.slots());
+            for slot in 0..self.map.slots() {
                 // Relaxed: the copy is not shared yet.
                 copy.map
                     .at(slot)

@@ -40,13 +40,12 @@
 //! to newer regions, and tags go only to a `cur`), and a sweep would hop
 //! it backwards, against the lock order: the loader refuses it.
 
-use super::{
-    new_region, slot_of, Entry, Plan, Regions, SlotMap, ADDRESSING, JOINING, MAX_REGIONS, SLOTS,
-};
+use super::{new_region, slot_of, Entry, Plan, Regions, SlotMap, ADDRESSING, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
+use crate::raw::slot_map::valid_slots;
 use crate::raw::table::Table;
 use crate::sync::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -63,7 +62,7 @@ pub(crate) struct RegionsParts {
     pub(crate) max_regions: usize,
     /// Steps begun (a statistic; each added at least one region).
     pub(crate) steps: u64,
-    /// The map: `cur | prev << 16` per slot, [`SLOTS`] of them.
+    /// The map: `cur | prev << 16` per slot, `2^10` to `2^14` of them.
     pub(crate) entries: Vec<u32>,
     /// Every slot once, grouped by its `cur` region in region order: the
     /// order in which the next step's plan considers them, so that a
@@ -78,8 +77,10 @@ pub(crate) struct RegionsParts {
 pub(crate) enum PartsError {
     /// `m0` is odd or out of range.
     M0(u64),
-    /// Not `1 <= regions <= max_regions <= MAX_REGIONS`.
+    /// Not `1 <= regions <= max_regions <= slots`.
     Regions { regions: usize, max_regions: usize },
+    /// Not a map's size (see `valid_slots`), or the order is not as long.
+    Slots { slots: usize, order: usize },
     /// More steps than regions added (each step adds at least one).
     Steps { steps: u64, regions: usize },
     /// Slot `slot`'s entry is not one the engine writes.
@@ -115,8 +116,15 @@ impl RegionsParts {
                 // Generation 0 always fits once `m0` does.
                 GeometryError::Generation(_) => PartsError::M0(self.m0),
             })?;
+        let slots = self.entries.len();
+        if !valid_slots(slots) || self.order.len() != slots {
+            return Err(PartsError::Slots {
+                slots,
+                order: self.order.len(),
+            });
+        }
         let (regions, max_regions) = (self.regions, self.max_regions);
-        if !(1 <= regions && regions <= max_regions && max_regions <= MAX_REGIONS) {
+        if !(1 <= regions && regions <= max_regions && max_regions <= slots) {
             return Err(PartsError::Regions {
                 regions,
                 max_regions,
@@ -128,8 +136,6 @@ impl RegionsParts {
                 regions,
             });
         }
-        assert_eq!(self.entries.len(), SLOTS, "the caller reads SLOTS entries");
-        assert_eq!(self.order.len(), SLOTS, "the caller reads SLOTS slots");
         for (slot, &entry) in self.entries.iter().enumerate() {
             if let Some(reason) = entry_flaw(entry, regions) {
                 return Err(PartsError::Entry {
@@ -139,7 +145,7 @@ impl RegionsParts {
                 });
             }
         }
-        let mut seen = [false; SLOTS];
+        let mut seen = vec![false; slots];
         let mut last = 0;
         for (position, &slot) in self.order.iter().enumerate() {
             let order_flaw = |reason| {
@@ -228,7 +234,7 @@ fn ahead(geo: &Geometry, entries: &[u32], region: usize, local: usize, word: u64
     for lane in 0..L21x3::LANES {
         let tag = bucket::lane::<L21x3>(word, lane);
         let low = local.min(geo.alt(local, tag));
-        let e = Entry::unpack(entries[slot_of(tag, low)]);
+        let e = Entry::unpack(entries[slot_of(tag, low, entries.len())]);
         ahead |= tag != 0 && e.cur < region;
     }
     ahead
@@ -276,7 +282,7 @@ impl Regions {
             // No step runs, so each value is final but for a stale insert's
             // split, which may or may not be seen (its tag then lies behind
             // its slot's `cur`, which a loader accepts).
-            let raw: Vec<u32> = (0..SLOTS).map(|s| frozen.entry(s)).collect();
+            let raw: Vec<u32> = (0..self.map.slots()).map(|s| frozen.entry(s)).collect();
             let joining = raw.iter().filter(|&&v| v & JOINING != 0).count();
             debug_assert_eq!(joining, 0, "no entry joins under the claim");
             let entries = raw.into_iter().map(|v| v & !JOINING).collect();
@@ -316,7 +322,7 @@ impl Regions {
         let geo = parts.check()?;
         let m0 = geo.m0() as usize;
         // The entries before the regions: each region's pin reads them.
-        let map = Arc::new(SlotMap::new());
+        let map = Arc::new(SlotMap::new(parts.entries.len()));
         for (slot, &entry) in parts.entries.iter().enumerate() {
             // Relaxed: nothing else can see the level yet; whoever gets it
             // gets it through a Release publication.

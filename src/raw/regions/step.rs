@@ -3,8 +3,7 @@
 //! help with.
 
 use super::{
-    mark, new_region, slot_of, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING,
-    SLOTS, STEP_DIVISOR,
+    mark, new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -455,7 +454,7 @@ impl Regions {
                     continue;
                 }
                 let alt = self.geo.alt(local, tag);
-                let slot = slot_of(tag, local.min(alt));
+                let slot = self.map.slot_of(tag, local.min(alt));
                 // Acquire: as in `contains`.
                 let e = self.map.load(slot, Ordering::Acquire);
                 if e.cur == r {
@@ -515,7 +514,7 @@ impl Regions {
     /// split slot whose hops all found room in this step, drops the claim.
     fn end_step(&self, sweep: &Sweep) {
         let step = mark(sweep.step);
-        for slot in 0..SLOTS {
+        for slot in 0..self.map.slots() {
             let entry = self.map.at(slot);
             // Acquire: as in `contains` (this thread writes nothing it read).
             let v = entry.load(Ordering::Acquire);

@@ -208,7 +208,7 @@ fn first_hop(keys: &[u64]) -> At {
             b: geo.alt(local, tag),
             tag,
         })
-        .find(|at| probe.entry(slot_of(at.tag, at.a.min(at.b))).cur != 0)
+        .find(|at| probe.entry(probe.map.slot_of(at.tag, at.a.min(at.b))).cur != 0)
         .expect("the step moves some slot with a tag")
 }
 

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::raw::pause::{self, At, Point};
+use crate::raw::slot_map::MAX_SLOTS;
 use std::sync::atomic::AtomicUsize as StdUsize;
 use std::sync::mpsc::channel;
 use std::sync::Arc as StdArc;
@@ -280,7 +281,7 @@ fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
     // A key of a slot the first step moves to region 1.
     let stale = (0..)
         .map(|i| key(ABSENT, i))
-        .find(|&h| r.slot_of_hash(h).0 == SLOTS - 1)
+        .find(|&h| r.slot_of_hash(h).0 == r.map.slots() - 1)
         .unwrap();
     let (slot, _) = r.slot_of_hash(stale);
     let (at_tx, at_rx) = channel();
@@ -333,7 +334,7 @@ pub(crate) fn fill_with_junk(r: &Regions, region: usize) {
                 filler += 1;
                 let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
                 let alt = g.alt(b, tag);
-                if r.entry(slot_of(tag, b.min(alt))).cur == 0 {
+                if r.entry(r.map.slot_of(tag, b.min(alt))).cur == 0 {
                     break tag;
                 }
             };
@@ -437,10 +438,11 @@ fn lookups_and_removes_complete_while_a_hop_is_stopped() {
 #[test]
 fn the_slot_is_the_same_from_either_bucket_and_slots_spread() {
     let r = Regions::new(M0, 4).unwrap();
-    let mut hits = vec![0u32; SLOTS];
-    for i in 0..(SLOTS as u64 * 64) {
+    let slots = r.map.slots();
+    let mut hits = vec![0u32; slots];
+    for i in 0..(slots as u64 * 64) {
         let (slot, at) = r.slot_of_hash(key(PRESENT, i));
-        assert_eq!(slot, slot_of(at.tag, at.i2.min(at.i1)));
+        assert_eq!(slot, r.map.slot_of(at.tag, at.i2.min(at.i1)));
         hits[slot] += 1;
     }
     // 64 expected per slot: none empty, none three times the mean.
@@ -456,7 +458,7 @@ fn steps_add_a_twelfth_and_even_out_the_slots() {
     }
     let regions = r.regions();
     let mut per = vec![0usize; regions];
-    for s in 0..SLOTS {
+    for s in 0..r.map.slots() {
         per[r.entry(s).cur] += 1;
     }
     let (lo, hi) = (per.iter().min().unwrap(), per.iter().max().unwrap());
@@ -589,7 +591,7 @@ fn fill_with_own_junk(r: &Regions, region: usize) {
                 filler += 1;
                 let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
                 let alt = g.alt(b, tag);
-                if r.entry(slot_of(tag, b.min(alt))).cur == region {
+                if r.entry(r.map.slot_of(tag, b.min(alt))).cur == region {
                     break tag;
                 }
             };
@@ -609,7 +611,9 @@ fn a_step_end_never_hides_a_stale_insert_that_split_its_slot() {
     // A slot the first step moves, the first one the step's end visits.
     let scratch = Regions::new(64, 16).unwrap();
     assert!(scratch.grow());
-    let moved = (0..SLOTS).find(|&s| scratch.entry(s).is_split()).unwrap();
+    let moved = (0..scratch.map.slots())
+        .find(|&s| scratch.entry(s).is_split())
+        .unwrap();
     drop(scratch);
     let k = key_in_slot(&r, moved, PRESENT);
     let (loaded_tx, loaded_rx) = channel();
@@ -682,7 +686,7 @@ fn a_stale_insert_is_refused_only_when_its_key_is_not_stored() {
     assert!(scratch.grow());
     scratch.finish_step();
     assert!(scratch.grow());
-    let slot = (0..SLOTS)
+    let slot = (0..scratch.map.slots())
         .find(|&s| scratch.entry(s) == Entry { cur: 2, prev: 1 })
         .expect("a slot moves from 1 to 2");
     drop(scratch);
@@ -730,7 +734,7 @@ fn a_stale_insert_is_refused_only_when_its_key_is_not_stored() {
 /// A level never takes more regions than it has slots to give them.
 #[test]
 fn a_level_has_at_most_one_region_per_slot() {
-    assert!(std::panic::catch_unwind(|| Regions::new(64, SLOTS + 1)).is_err());
-    let r = Regions::new(64, SLOTS).unwrap();
+    assert!(std::panic::catch_unwind(|| Regions::new(64, MAX_SLOTS + 1)).is_err());
+    let r = Regions::new(64, MAX_SLOTS).unwrap();
     assert_eq!(r.regions(), 1);
 }

@@ -50,6 +50,11 @@ fn file_above(below: &CuckooFilter, level: &Regions) -> (Vec<u8>, usize) {
     (bytes, first_len)
 }
 
+/// Slots of the map of the sample `refused` edits (8 regions at most).
+fn sample_slots() -> usize {
+    crate::raw::regions::slots_for(8)
+}
+
 /// A level of 64-bucket regions holding keys `0..n` of [`PRESENT`].
 fn level(n: u64, max_regions: usize) -> Regions {
     let r = Regions::new(64, max_regions).unwrap();
@@ -352,7 +357,7 @@ fn map_entries_and_slot_orders_the_filter_never_writes_are_refused() {
         );
     }
     // The order's first two slots the same.
-    let order = block_word(4 + SLOTS / 2);
+    let order = block_word(4 + sample_slots() / 2);
     let e = refused(|b| {
         let first = [b[order], b[order + 1]];
         b[order + 2..order + 4].copy_from_slice(&first);
@@ -365,7 +370,7 @@ fn map_entries_and_slot_orders_the_filter_never_writes_are_refused() {
 
 #[test]
 fn region_words_no_level_writes_are_refused() {
-    let words = block_word(BLOCK_WORDS);
+    let words = block_word(block_words(sample_slots()));
     // A reserved tag in bucket 70 (region 1).
     let e = refused(|b| {
         let at = words + 8 * 70;
@@ -385,7 +390,7 @@ fn region_words_no_level_writes_are_refused() {
         };
         let tag = (1..)
             .find(|&t: &u64| {
-                let s = crate::raw::regions::slot_of(t, 5usize.min(geo.alt(5, t)));
+                let s = crate::raw::regions::slot_of(t, 5usize.min(geo.alt(5, t)), sample_slots());
                 entry(s) & 0xFFFF < 2
             })
             .unwrap();
@@ -428,7 +433,7 @@ fn a_damaged_or_truncated_record_is_refused_as_such() {
     for at in [
         first_len + block_word(0),
         first_len + block_word(4 + 100),
-        first_len + block_word(BLOCK_WORDS + 3),
+        first_len + block_word(block_words(sample_slots()) + 3),
         bytes.len() - 12,
     ] {
         let mut b = bytes.clone();

@@ -4,6 +4,7 @@
 
 use super::super::tests::{empty, fill_with_junk, key, ABSENT, PRESENT};
 use super::*;
+use crate::raw::slot_map::MAX_REGIONS;
 use std::collections::HashSet;
 use std::sync::atomic::AtomicUsize as StdUsize;
 use std::sync::Arc as StdArc;
@@ -71,7 +72,7 @@ fn a_level_with_split_slots_round_trips() {
     let (parts, words) = saved(&r);
     let copy = rebuilt(&parts, &words, Some(100)).unwrap();
     assert_eq!(copy.split_slots(), r.split_slots(), "split slots kept");
-    for slot in 0..SLOTS {
+    for slot in 0..r.map.slots() {
         assert_eq!(copy.entry(slot), r.entry(slot), "slot {slot}");
     }
     assert_eq!((copy.regions(), copy.steps()), (r.regions(), r.steps()));
@@ -328,7 +329,7 @@ fn entries_the_engine_never_writes_are_refused() {
 fn a_slot_order_that_is_not_the_map_is_refused() {
     let order = |reason: &'static str| move |e: &PartsError| matches!(e, PartsError::Order { reason: r, .. } if r.contains(reason));
     refused_after(
-        |p, _| p.order[5] = SLOTS as u16,
+        |p, _| p.order[5] = p.entries.len() as u16,
         None,
         order("no such slot"),
     );
@@ -362,7 +363,7 @@ fn words_no_level_writes_are_refused() {
         (1..)
             .find(|&tag| {
                 let low = 10usize.min(geo.alt(10, tag));
-                Entry::unpack(p.entries[slot_of(tag, low)]).cur < 2
+                Entry::unpack(p.entries[slot_of(tag, low, p.entries.len())]).cur < 2
             })
             .unwrap()
     });
