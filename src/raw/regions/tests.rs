@@ -738,3 +738,46 @@ fn a_level_has_at_most_one_region_per_slot() {
     let r = Regions::new(64, MAX_SLOTS).unwrap();
     assert_eq!(r.regions(), 1);
 }
+
+/// A step refused for the byte budget leaves no pin behind: outside a
+/// step no tag is pinned (`SlotMap::pinning`), or a split slot's tags stay
+/// stuck in `prev` for displacement until some later step ends.
+#[test]
+#[ignore = "found in review: claim_step's Memory refusal returns without set_pinning(false), so pins stay on outside steps"]
+fn a_step_refused_for_memory_leaves_nothing_pinned() {
+    let per = Regions::new(64, 16).unwrap().region_bytes();
+    // Room for two regions and half of a third.
+    let r = Regions::new(64, 16)
+        .unwrap()
+        .with_max_bytes(MAP_BYTES + 2 * per + per / 2);
+    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
+    for &h in &keys {
+        r.insert(h).unwrap();
+    }
+    assert!(r.grow(), "a step begins");
+    assert_eq!(r.regions(), 2);
+    // Every hop into region 1 finds no room: the moved slots stay split.
+    fill_with_junk(&r, 1);
+    r.finish_step();
+    let (_, at) = keys
+        .iter()
+        .map(|&h| r.slot_of_hash(h))
+        .find(|&(slot, _)| r.entry(slot) == Entry { cur: 1, prev: 0 })
+        .expect("a slot left split");
+    assert!(
+        !r.table(0).pinned(at.i1, at.i2, at.tag),
+        "pinned outside a step"
+    );
+    // The next step cannot pay a region.
+    assert_eq!(
+        r.begin_step(),
+        Err(NoStep::Memory {
+            needed: r.bytes() + per
+        })
+    );
+    assert!(!r.stepping());
+    assert!(
+        !r.table(0).pinned(at.i1, at.i2, at.tag),
+        "pinned outside a step, after a step refused for memory"
+    );
+}
