@@ -75,7 +75,14 @@
 //!   hop.
 //! * What may still wait for a stopped thread: an insert that raced a
 //!   step and follows its tag (`follow`), and the waiting sweeps, for a
-//!   stripe held in the middle of a remove or a hop.
+//!   stripe held in the middle of a remove or a hop, a helping insert's
+//!   hop included (a step's end, and so inserts that need room, wait for
+//!   an insert stopped between its hop's copy and clear: ignored test
+//!   `a_step_ends_though_a_helping_insert_stopped_mid_hop`; finishing a
+//!   stopped hop would need the hop to record its destination).
+//! * "A free lane" is the insert's pair as it saw it before helping: the
+//!   chunk it helps may fill that lane (as any racing insert may), and the
+//!   insert then displaces like any insert into two full buckets.
 //! * A sweeper can outlive its step: stopped between its chunk's done
 //!   check and its hop, across the step's end and the next step's sweep
 //!   of its destination, it could copy a stale insert's tag into a region

@@ -112,7 +112,7 @@ impl Entry {
 /// The slot map, shared by the level and its regions' pins.
 pub(crate) struct SlotMap {
     entries: Box<[AtomicU32]>,
-    /// 1 from a step's claim to its end: only then can a tag be pinned
+    /// 1 from a step's allocation to its end: only then can a tag be pinned
     /// (outside a step no sweep runs, and a split slot's tags may move
     /// freely inside its `prev`). Lets a displacement's search skip the
     /// pin check of every tag it visits outside steps.
@@ -129,8 +129,8 @@ impl SlotMap {
         }
     }
 
-    /// Sets whether a step runs (see `pinning`): 1 at a step's claim,
-    /// before its entries; 0 at its end, after its joins.
+    /// Sets whether a step runs (see `pinning`): 1 once a step's regions
+    /// are allocated, before its entries; 0 at its end, after its joins.
     pub(super) fn set_pinning(&self, on: bool) {
         // Release: pairs with the Acquire load in `Pin::holds`. A hop's
         // check (`path::unpin_or_undo`) loads it after a SeqCst fence that

@@ -195,7 +195,6 @@ impl Regions {
         {
             return Err(NoStep::Running);
         }
-        self.map.set_pinning(true);
         // Relaxed: only claimants write the count, and this one holds the
         // claim (the Acquire above ordered it after the last write).
         let old = self.count.load(Ordering::Relaxed);
@@ -239,7 +238,6 @@ impl Regions {
             }
         }
         if added.is_empty() {
-            self.map.set_pinning(false);
             // Release: as in `end_step`.
             self.claim.store(0, Ordering::Release);
             return Err(match refused_bytes {
@@ -247,6 +245,10 @@ impl Regions {
                 None => NoStep::Refused,
             });
         }
+        // Pins on once the step is sure to run, before its regions and
+        // entries are published (`end_step` turns them off): a refused
+        // step never leaves them on (review, 2026-12-07).
+        self.map.set_pinning(true);
         let k = added.len();
         for (r, t) in (old..).zip(added) {
             // Release: pairs with the Acquire load in `region`.
@@ -499,8 +501,11 @@ impl Regions {
                     Hopped::Crowded => return Swept::Crowded(here),
                     Hopped::NoRoom => {
                         if e.prev == r {
-                            // Relaxed: `end_step` runs after this chunk's
-                            // done mark (`done`'s AcqRel), which orders it.
+                            // Relaxed: if this thread marks the chunk
+                            // done, `done`'s AcqRel orders the mark before
+                            // `end_step`; if another does, that thread swept
+                            // every bucket of the chunk and met this tag
+                            // itself (module docs, "Progress").
                             self.failed[slot].fetch_max(mark(sweep.step), Ordering::Relaxed);
                         }
                     }

@@ -743,13 +743,13 @@ fn a_level_has_at_most_one_region_per_slot() {
 /// step no tag is pinned (`SlotMap::pinning`), or a split slot's tags stay
 /// stuck in `prev` for displacement until some later step ends.
 #[test]
-#[ignore = "found in review: claim_step's Memory refusal returns without set_pinning(false), so pins stay on outside steps"]
 fn a_step_refused_for_memory_leaves_nothing_pinned() {
-    let per = Regions::new(64, 16).unwrap().region_bytes();
+    let probe = Regions::new(64, 16).unwrap();
+    let (per, map) = (probe.region_bytes(), probe.map_bytes());
     // Room for two regions and half of a third.
     let r = Regions::new(64, 16)
         .unwrap()
-        .with_max_bytes(MAP_BYTES + 2 * per + per / 2);
+        .with_max_bytes(map + 2 * per + per / 2);
     let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
     for &h in &keys {
         r.insert(h).unwrap();
