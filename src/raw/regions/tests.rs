@@ -235,15 +235,7 @@ fn concurrent_readers_never_miss_a_returned_insert() {
 #[test]
 fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
     let r = Regions::new(64, 16).unwrap();
-    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
-    for &h in &keys {
-        r.insert(h).unwrap();
-    }
-    assert!(r.grow(), "a step begins");
-    assert_eq!(r.regions(), 2);
-    // Fill region 1 with junk, so every hop into it finds no room.
-    fill_with_junk(&r, 1);
-    r.finish_step();
+    let keys = split_by_a_full_step(&r);
     let moved: Vec<u64> = keys
         .iter()
         .copied()
@@ -318,6 +310,21 @@ fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
     assert!(!r.entry(slot).is_split());
     assert!(r.contains(stale), "false negative after the next step");
     assert_eq!(r.split_slots(), 0);
+}
+
+/// Inserts keys `0..100` of [`PRESENT`] into `r` (one region), then runs a
+/// whole step whose new region 1 is full of junk: every hop into it finds
+/// no room, so the moved slots stay split. Returns the keys.
+pub(crate) fn split_by_a_full_step(r: &Regions) -> Vec<u64> {
+    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
+    for &h in &keys {
+        r.insert(h).unwrap();
+    }
+    assert!(r.grow(), "a step begins");
+    assert_eq!(r.regions(), 2);
+    fill_with_junk(r, 1);
+    r.finish_step();
+    keys
 }
 
 /// Fills every lane of region `region` with tags of slots that stay in
@@ -750,15 +757,7 @@ fn a_step_refused_for_memory_leaves_nothing_pinned() {
     let r = Regions::new(64, 16)
         .unwrap()
         .with_max_bytes(map + 2 * per + per / 2);
-    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
-    for &h in &keys {
-        r.insert(h).unwrap();
-    }
-    assert!(r.grow(), "a step begins");
-    assert_eq!(r.regions(), 2);
-    // Every hop into region 1 finds no room: the moved slots stay split.
-    fill_with_junk(&r, 1);
-    r.finish_step();
+    let keys = split_by_a_full_step(&r);
     let (_, at) = keys
         .iter()
         .map(|&h| r.slot_of_hash(h))

@@ -2,7 +2,7 @@
 //! kept, growth after the load as before it), snapshots racing inserters,
 //! and one refusal per kind of corrupt part.
 
-use super::super::tests::{empty, fill_with_junk, key, ABSENT, PRESENT};
+use super::super::tests::{empty, key, split_by_a_full_step, ABSENT, PRESENT};
 use super::*;
 use crate::raw::slot_map::MAX_REGIONS;
 use std::collections::HashSet;
@@ -57,15 +57,9 @@ fn level(n: u64, max_regions: usize) -> Regions {
 #[test]
 fn a_level_with_split_slots_round_trips() {
     let r = Regions::new(64, 16).unwrap();
-    let keys: Vec<u64> = (0..100).map(|i| key(PRESENT, i)).collect();
-    for &h in &keys {
-        r.insert(h).unwrap();
-    }
-    assert!(r.grow());
-    // Every hop into region 1 finds no room: its slots stay split. (The
-    // junk, in slots that stay in region 0, goes before the save.)
-    fill_with_junk(&r, 1);
-    r.finish_step();
+    // Split slots; the junk, in slots that stay in region 0, goes before
+    // the save.
+    let keys = split_by_a_full_step(&r);
     empty(&r, 1);
     assert!(r.split_slots() > 0, "no split slot to save");
     assert_eq!(r.with_snapshot(|v| v.len), 100);
