@@ -133,6 +133,11 @@ pub enum RegionCanary {
     /// a tag about to hop can move from a bucket the sweep has not reached
     /// to one it has swept, and is left behind.
     Unpinned,
+    /// An insert making room in its full pair during a step moves a moving
+    /// tag by a put into its new region and a take from the old one,
+    /// without the old pair's stripe: a sweep hopping the same tag at once
+    /// copies it too.
+    UnlockedEvict,
 }
 
 impl Canary {

@@ -44,6 +44,15 @@ impl RegionsModel {
         self
     }
 
+    /// This level, but an insert whose pair is full during a step
+    /// displaces without first hopping the moving tags near its pair out
+    /// (R3, which checks displacement against the sweep; R10 runs the
+    /// eviction).
+    pub fn inserts_not_evicting(mut self) -> RegionsModel {
+        self.0.set_inserts_evict(false);
+        self
+    }
+
     /// Inserts hash `h`; `false` if refused.
     pub fn insert(&self, h: u64) -> bool {
         self.0.insert(h).is_ok()

@@ -6,7 +6,9 @@
 //! inside region 0 would move a tag of that slot past the sweep (model
 //! R3), or an insert races a step whose new region has no room (R6), or a
 //! helper that may not wait sweeps a chunk that a waiting sweeper sweeps
-//! again (R9), each with the canaries that must fail it.
+//! again (R9), or an insert whose pair is full hops a moving tag out of it
+//! while the sweep hops it too (R10), each with the canaries that must
+//! fail it.
 //!
 //! Under loom a region has 4 buckets of three 21-bit tags, the map has four
 //! slots and a sweep chunk covers two buckets. The first step adds one
@@ -323,7 +325,14 @@ fn insert_vs_step(name: &str, canary: RegionCanary) {
 /// failure of `PinCheckedBeforeCopy` only at execution 1,519,081 (237 s
 /// for the canary alone); this way round 489,189 executions, and that
 /// canary fails at execution 19, `Unpinned` at 74.
-fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
+///
+/// With `evict` (model R10), `z`'s insert, when its search finds no path
+/// during the step, hops `x` (whose slot moves) out of bucket 2 itself
+/// (`evict_moving`), racing the step's sweep of the same chunk: `x` must
+/// end in region 1 once, `z` stored (247,117 executions, 23 s; canary
+/// `UnlockedEvict` fails at execution 52). R3 runs without it, so that
+/// its insert meets the sweep only by displacing.
+fn displacement_vs_sweep(name: &str, canary: RegionCanary, evict: bool) {
     let x = key(MOVING, |i1, i2| (i1.min(i2), i1.max(i2)) == (1, 2));
     let z = key(STAYING, |i1, i2| (i1, i2) == (2, 3));
     let mut taken = vec![RegionsModel::tag(x), RegionsModel::tag(z)];
@@ -338,7 +347,12 @@ fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
         [c[0], c[1], c[2]],
     ];
     run(name, canary, move || {
-        let level = Arc::new(RegionsModel::new(2, canary));
+        let level = RegionsModel::new(2, canary);
+        let level = Arc::new(if evict {
+            level
+        } else {
+            level.inserts_not_evicting()
+        });
         for (b, tags) in buckets.iter().enumerate() {
             level.set_bucket(0, b, *tags);
         }
@@ -354,6 +368,8 @@ fn displacement_vs_sweep(name: &str, canary: RegionCanary) {
             level.contains(x),
             "false negative: x was left behind in region 0"
         );
+        let n = level.count(x);
+        ensure!(n == 1, "x counted {n} times: a copy lost or duplicated");
         Ok(())
     });
 }
@@ -422,13 +438,13 @@ fn canary_done_with_skips() {
 
 #[test]
 fn displacement_during_a_step() {
-    displacement_vs_sweep("displacement_during_a_step", RegionCanary::None);
+    displacement_vs_sweep("displacement_during_a_step", RegionCanary::None, false);
 }
 
 #[test]
 #[should_panic(expected = "false negative: x")]
 fn canary_unpinned() {
-    displacement_vs_sweep("canary_unpinned", RegionCanary::Unpinned);
+    displacement_vs_sweep("canary_unpinned", RegionCanary::Unpinned, false);
 }
 
 #[test]
@@ -437,7 +453,19 @@ fn canary_pin_checked_before_copy() {
     displacement_vs_sweep(
         "canary_pin_checked_before_copy",
         RegionCanary::PinCheckedBeforeCopy,
+        false,
     );
+}
+
+#[test]
+fn an_insert_evicting_during_a_step() {
+    displacement_vs_sweep("an_insert_evicting_during_a_step", RegionCanary::None, true);
+}
+
+#[test]
+#[should_panic(expected = "x counted 2 times")]
+fn canary_unlocked_evict() {
+    displacement_vs_sweep("canary_unlocked_evict", RegionCanary::UnlockedEvict, true);
 }
 
 #[test]

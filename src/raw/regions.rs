@@ -64,7 +64,14 @@
 //!   of the chunk back, as a migration's helper skips held stripes. So a
 //!   stopped `remove` or hop holds up no plain insert. One whose pair is
 //!   full (it displaces, and may wait, anyway) sweeps as the step does.
-//! * An insert whose region is full while a step runs sweeps chunk after
+//! * An insert whose search finds no path in a region the step empties
+//!   hops the moving tags out of its two buckets, or else out of the
+//!   buckets of their tags' alternates (at most eight buckets,
+//!   `evict_moving`), and tries again: the room a displacement needs, for
+//!   bounded work. Sweeping its region chunk by chunk until a path freed
+//!   up, as before, cost one insert up to 1,137 chunks (a region of
+//!   948,156 buckets) while half its tags were pinned.
+//! * An insert whose region is still full while a step runs sweeps chunk after
 //!   chunk, its own region's first, waiting for stripes as an insert into
 //!   two full buckets does: one to do or left at a full pair if any, else
 //!   one that is claimed but not done (its claimant may have stopped),
@@ -301,6 +308,10 @@ pub(crate) struct Regions {
     /// `set_inserts_help`).
     #[cfg(loom)]
     inserts_help: bool,
+    /// Whether an insert whose pair is full during a step hops the moving
+    /// tags near its pair first (see `set_inserts_evict`).
+    #[cfg(loom)]
+    inserts_evict: bool,
 }
 
 // `Regions` is `Send + Sync` without an `unsafe impl`: `AtomicPtr` is both
@@ -344,6 +355,26 @@ impl Regions {
     #[cfg(loom)]
     pub(crate) fn set_inserts_help(&mut self, on: bool) {
         self.inserts_help = on;
+    }
+
+    /// Makes an insert whose pair is full during a step displace without
+    /// first hopping the moving tags near its pair out (`evict_moving`):
+    /// for the model of displacement against the sweep (R3), whose
+    /// interleavings the eviction would mostly bypass; model R10 runs the
+    /// eviction.
+    #[cfg(loom)]
+    pub(crate) fn set_inserts_evict(&mut self, on: bool) {
+        self.inserts_evict = on;
+    }
+
+    /// Whether an insert whose pair is full during a step evicts the
+    /// moving tags near it first (always, but in some loom models).
+    #[inline(always)]
+    fn inserts_evict(&self) -> bool {
+        #[cfg(loom)]
+        return self.inserts_evict;
+        #[cfg(not(loom))]
+        true
     }
 
     /// Whether inserts help a running sweep before they put (always,
@@ -426,6 +457,8 @@ impl Regions {
             junk_new_regions: false,
             #[cfg(loom)]
             inserts_help: true,
+            #[cfg(loom)]
+            inserts_evict: true,
         }
     }
 

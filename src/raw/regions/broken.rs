@@ -78,6 +78,26 @@ impl Regions {
         }
     }
 
+    /// An eviction's hop with the `UnlockedEvict` canary: a put into the new
+    /// region and a take from the old one, without the old pair's stripe,
+    /// so a sweep hopping the same copy at once copies it too.
+    pub(super) fn evict_unlocked(&self, from: usize, to: usize, at: Located) -> Hopped {
+        let (a, b) = (self.region(from), self.region(to));
+        let shard = self.counters.shard();
+        if ops::insert::<L21x3>(b, at, false, ops::nowhere, Search::Always, &self.counters).is_err()
+        {
+            return Hopped::NoRoom;
+        }
+        if take::<L21x3>(a.word(at.i1), at.tag, shard)
+            || take::<L21x3>(a.word(at.i2), at.tag, shard)
+        {
+            shard.add_len(-1);
+            Hopped::Moved
+        } else {
+            Hopped::Gone
+        }
+    }
+
     /// `hop` with the `ClearBeforeCopy` canary: the tag is in neither
     /// region between the two CASes.
     pub(super) fn hop_clearing_first(&self, from: usize, to: usize, at: Located) -> Hopped {

@@ -75,6 +75,9 @@ impl Regions {
                 Err(InsertFailure::Full { .. }) => {
                     match self.begin_step() {
                         Ok(()) => {}
+                        // No path: while a step runs, the tags near the
+                        // pair that move on make room (`evict_moving`).
+                        Err(NoStep::Running) if self.evicted(e.cur, at) => {}
                         Err(NoStep::Running) => {
                             if !self.help_waiting(Some(e.cur)) {
                                 // Every chunk is done: let the step's end
@@ -116,6 +119,18 @@ impl Regions {
                 return Ok(());
             }
             return self.follow(at, slot, e.cur, now);
+        }
+    }
+
+    /// Hops the moving tags near `at`'s pair out of region `region`, if a
+    /// step runs and empties it ([`evict_moving`](Self::evict_moving));
+    /// whether one moved.
+    fn evicted(&self, region: usize, at: Located) -> bool {
+        match self.running_sweep() {
+            Some(sweep) if region < sweep.regions() && self.inserts_evict() => {
+                self.evict_moving(sweep, region, at)
+            }
+            _ => false,
         }
     }
 

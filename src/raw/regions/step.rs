@@ -91,6 +91,11 @@ enum Swept {
 }
 
 impl Sweep {
+    /// The regions the step began with: the ones it empties.
+    pub(super) fn regions(&self) -> usize {
+        self.regions
+    }
+
     /// Chunk `c`'s byte. Relaxed: a hint (the claim, the give-back and the
     /// done mark are CASes; `done` orders the hops).
     fn mark(&self, c: usize) -> u32 {
@@ -420,6 +425,102 @@ impl Regions {
                 return true;
             }
         }
+    }
+
+    /// Room for an insert whose search found no path from pair `at` in old
+    /// region `r` while `sweep`'s step runs: hops out of those two buckets every tag whose
+    /// slot moved on, as the sweep will, and if that moves none, out of
+    /// the buckets holding the alternates of the pair's tags (so a
+    /// displacement of one step then finds a free lane). At most eight
+    /// buckets: the bounded work such an insert does for the step on its
+    /// own behalf, beside its one chunk, where sweeping its region chunk
+    /// by chunk until some path frees up took hundreds of chunks (a
+    /// region of 948,156 buckets: up to 1,137 rounds, 49 ms, for one
+    /// insert). Any thread may hop any moving tag (hops are idempotent);
+    /// the chunks still cover every bucket. `true` if a tag moved.
+    pub(super) fn evict_moving(&self, sweep: &Sweep, r: usize, at: Located) -> bool {
+        debug_assert!(r < sweep.regions, "only old regions are swept");
+        let Located { tag: _, i1, i2 } = at;
+        let pair = [i1, i2];
+        let mut moved = false;
+        for b in pair {
+            match self.evict_bucket(sweep, r, b) {
+                Some(m) => moved |= m,
+                None => return moved,
+            }
+        }
+        if moved {
+            return true;
+        }
+        let t = self.region(r);
+        for b in pair {
+            // Relaxed: which buckets to look at is a hint; each is read
+            // again (Acquire) before anything hops.
+            let word = t.word(b).load(Ordering::Relaxed);
+            for lane in 0..L21x3::LANES {
+                let tag = bucket::lane::<L21x3>(word, lane);
+                if tag == 0 {
+                    continue;
+                }
+                match self.evict_bucket(sweep, r, self.geo.alt(b, tag)) {
+                    Some(m) => moved |= m,
+                    None => return moved,
+                }
+            }
+        }
+        moved
+    }
+
+    /// Hops out of bucket `b` of old region `r` every tag whose slot moved
+    /// on, for [`evict_moving`](Self::evict_moving): whether one moved, or
+    /// `None` once `sweep`'s step is over.
+    fn evict_bucket(&self, sweep: &Sweep, r: usize, b: usize) -> Option<bool> {
+        let t = self.region(r);
+        // Acquire: as in `sweep_chunk`.
+        let word = t.word(b).load(Ordering::Acquire);
+        let mut moved = false;
+        for lane in 0..L21x3::LANES {
+            let tag = bucket::lane::<L21x3>(word, lane);
+            if tag == 0 {
+                continue;
+            }
+            let alt = self.geo.alt(b, tag);
+            let slot = self.map.slot_of(tag, b.min(alt));
+            // Acquire: as in `contains`.
+            let e = self.map.load(slot, Ordering::Acquire);
+            if e.cur == r {
+                continue;
+            }
+            // Only by an entry of this step, as a chunk's sweeper checks
+            // its chunk's mark: a later step's entry is written after this
+            // step's end, which follows the last `done` increment, so this
+            // Acquire load then sees every chunk done.
+            if sweep.done.load(Ordering::Acquire) == sweep.chunks {
+                return None;
+            }
+            let at = Located {
+                tag,
+                i1: b,
+                i2: alt,
+            };
+            #[cfg(loom)]
+            let hopped = if self.canary == RegionCanary::UnlockedEvict {
+                self.evict_unlocked(r, e.cur, at)
+            } else {
+                self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step))
+            };
+            #[cfg(not(loom))]
+            let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step));
+            match hopped {
+                Hopped::Moved => moved = true,
+                // Another hop took it, or the new region has no room: the
+                // tag stays for the chunk's sweep, which marks the slot.
+                Hopped::Gone | Hopped::NoRoom => {}
+                Hopped::Stale => return None,
+                Hopped::Busy | Hopped::Crowded => unreachable!("a hop that may wait"),
+            }
+        }
+        Some(moved)
     }
 
     /// Marks chunk `c`, swept whole, done if its byte was `from`; ends the

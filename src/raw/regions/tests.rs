@@ -780,3 +780,36 @@ fn a_step_refused_for_memory_leaves_nothing_pinned() {
         "pinned outside a step, after a step refused for memory"
     );
 }
+
+/// Migration work per insert stays near one chunk (issue 17: "migration
+/// work per operation bounded"), as an insert into a doubling table
+/// migrates at most its chunks: over a fill of large regions (64 chunks
+/// each) through several steps, no insert hops more than two chunks' worth
+/// of tags. Each round of an insert helps with one chunk, then, if its
+/// search found no path, evicts from at most eight buckets
+/// (`evict_moving`). Before the eviction, an insert whose region was full
+/// during a step swept that region chunk by chunk until a path freed up:
+/// 9,517 hops for one insert of this fill; 759 after.
+#[test]
+fn an_insert_during_a_step_hops_at_most_two_chunks_of_tags() {
+    let r = Regions::new(16_384, 64).unwrap();
+    let bound = 2 * CHUNK as u64 * L21x3::LANES as u64;
+    let mut worst = (0, 0);
+    for i in 0..250_000 {
+        let before = r.copies();
+        r.insert(key(PRESENT, i)).unwrap();
+        let hops = r.copies() - before;
+        if hops > worst.0 {
+            worst = (hops, i);
+        }
+    }
+    assert!(r.steps() >= 4, "only {} steps", r.steps());
+    assert!(
+        worst.0 <= bound,
+        "insert {} hopped {} tags (bound {bound})",
+        worst.1,
+        worst.0
+    );
+    r.finish_step();
+    assert!((0..250_000).all(|i| r.contains(key(PRESENT, i))));
+}
