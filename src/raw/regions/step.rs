@@ -514,7 +514,9 @@ impl Regions {
             match hopped {
                 Hopped::Moved => moved = true,
                 // Another hop took it, or the new region has no room: the
-                // tag stays for the chunk's sweep, which marks the slot.
+                // tag stays, for the chunk's sweep (which marks the slot)
+                // or, a stale insert's copy put after that sweep, for the
+                // insert's own follow (which splits it).
                 Hopped::Gone | Hopped::NoRoom => {}
                 Hopped::Stale => return None,
                 Hopped::Busy | Hopped::Crowded => unreachable!("a hop that may wait"),
