@@ -30,6 +30,9 @@ pub(crate) enum Point {
     /// A sweep chunk's sweeper has found its chunk not done and is about
     /// to take the hop's source stripe.
     SweepChecked,
+    /// An insert's eviction (`evict_moving`) has found its step not over
+    /// and is about to take the hop's source stripe.
+    EvictChecked,
     /// A sweep's hop between regions has copied its tag, seen a later
     /// step begun, and not yet taken its copy back.
     SweepUndoing,

@@ -498,6 +498,7 @@ impl Regions {
             if sweep.done.load(Ordering::Acquire) == sweep.chunks {
                 return None;
             }
+            pause::here(pause::Point::EvictChecked, pause::At { a: b, b: alt, tag });
             let at = Located {
                 tag,
                 i1: b,

@@ -214,6 +214,35 @@ fn first_hop(keys: &[u64]) -> At {
 
 #[test]
 fn a_sweeper_that_outlived_its_step_never_strands_a_stale_insert() {
+    hopper_outlives_its_step(Point::SweepChecked, |r, _| {
+        r.help();
+    });
+}
+
+/// As the sweeper above, an insert's eviction (`evict_moving`, run here on
+/// the first hop's pair) stopped after its check that the step is not
+/// over: it passes its step to the hop, which undoes itself. (Passing no
+/// step, the stale insert's copy is stranded: count 1.)
+#[test]
+fn an_eviction_that_outlived_its_step_never_strands_a_stale_insert() {
+    hopper_outlives_its_step(Point::EvictChecked, |r, first| {
+        let sweep = r.running_sweep().expect("the step runs");
+        let pair = Located {
+            tag: first.tag,
+            i1: first.a,
+            i2: first.b,
+        };
+        r.evict_moving(sweep, 0, pair);
+    });
+}
+
+/// A thread running `hop` (which hops the step's first tag to move, `At`)
+/// stops at `point`, after its check that its step is not over; the step
+/// ends and later steps move the tag's slot on; a stale insert of the same
+/// key puts a copy into region 0; the thread wakes and hops that copy by
+/// its old step's entry. The insert must still find its copy (or follow
+/// it): the key is counted twice.
+fn hopper_outlives_its_step(point: Point, hop: impl FnOnce(&Regions, At) + Send + 'static) {
     let keys: Vec<u64> = (0..60).map(|i| key(PRESENT, i)).collect();
     let first = first_hop(&keys);
     let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
@@ -256,13 +285,11 @@ fn a_sweeper_that_outlived_its_step_never_strands_a_stale_insert() {
     );
     assert!(r.grow(), "a step begins");
     assert_eq!(r.entry(slot), Entry { cur: 1, prev: 0 });
-    // The sweeper of the step's chunk stops after its done check, before
-    // its hop of the victim's tag (from region 0 to 1).
+    // The hopper stops after its check, before its hop of the victim's
+    // tag (from region 0 to 1).
     let sweeper = {
         let r = StdArc::clone(&r);
-        Frozen::at(Point::SweepChecked, move || {
-            r.help();
-        })
+        Frozen::at(point, move || hop(&r, first))
     };
     assert_eq!(sweeper.at, first);
     // The step ends without it, and later steps move the slot on, out of
