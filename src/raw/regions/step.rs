@@ -428,8 +428,9 @@ impl Regions {
     }
 
     /// Room for an insert whose search found no path from pair `at` in old
-    /// region `r` while `sweep`'s step runs: hops out of those two buckets every tag whose
-    /// slot moved on, as the sweep will, and if that moves none, out of
+    /// region `r` while `sweep`'s step runs: hops out of those two buckets
+    /// every tag whose slot moved on, as the sweep will, and if that moves
+    /// none, out of
     /// the buckets holding the alternates of the pair's tags (so a
     /// displacement of one step then finds a free lane). At most eight
     /// buckets: the bounded work such an insert does for the step on its
@@ -491,10 +492,11 @@ impl Regions {
             if e.cur == r {
                 continue;
             }
-            // Only by an entry of this step, as a chunk's sweeper checks
-            // its chunk's mark: a later step's entry is written after this
-            // step's end, which follows the last `done` increment, so this
-            // Acquire load then sees every chunk done.
+            // Never by a later step's entry, whose bump this thread may not
+            // have seen (a chunk's sweeper checks its chunk's mark for the
+            // same reason): such an entry is written after this step's
+            // end, which follows the last `done` increment, so this Acquire
+            // load then sees every chunk done.
             if sweep.done.load(Ordering::Acquire) == sweep.chunks {
                 return None;
             }
