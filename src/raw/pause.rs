@@ -61,6 +61,17 @@ pub(crate) struct At {
     pub(crate) tag: u64,
 }
 
+impl From<super::geometry::Located> for At {
+    /// A key's pair and tag, as a hop between regions reports them.
+    fn from(at: super::geometry::Located) -> At {
+        At {
+            a: at.i1,
+            b: at.i2,
+            tag: at.tag,
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod armed {
     use super::{At, Point};

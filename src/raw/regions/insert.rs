@@ -55,14 +55,7 @@ impl Regions {
                 };
                 self.help_in(sweep, wait);
             }
-            pause::here(
-                pause::Point::RegionInsertLoaded,
-                pause::At {
-                    a: at.i1,
-                    b: at.i2,
-                    tag: at.tag,
-                },
-            );
+            pause::here(pause::Point::RegionInsertLoaded, at.into());
             match ops::insert::<L21x3>(
                 region,
                 at,
@@ -99,14 +92,7 @@ impl Regions {
                 }
                 Err(InsertFailure::Sealed) => unreachable!("regions are never sealed"),
             }
-            pause::here(
-                pause::Point::RegionInsertPut,
-                pause::At {
-                    a: at.i1,
-                    b: at.i2,
-                    tag: at.tag,
-                },
-            );
+            pause::here(pause::Point::RegionInsertPut, at.into());
             self.fence_after_put();
             // Acquire: a bump seen here happens-before this insert's own
             // hops (module docs, last point).
@@ -417,14 +403,7 @@ impl Regions {
         if self.step.load(Ordering::Relaxed) == step {
             return false;
         }
-        pause::here(
-            pause::Point::SweepUndoing,
-            pause::At {
-                a: at.i1,
-                b: at.i2,
-                tag: at.tag,
-            },
-        );
+        pause::here(pause::Point::SweepUndoing, at.into());
         // Any copy of the tag in the pair is as good as the one put: if
         // none is left (a later sweep, a follow or a remove took one),
         // the copy went on as any hop's copy goes, and the source is

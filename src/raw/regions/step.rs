@@ -427,6 +427,35 @@ impl Regions {
         }
     }
 
+    /// The tag in lane `lane` of `word`, bucket `b` of region `r`, if its
+    /// slot's `cur` is another region (it leaves `r`): with its pair, its
+    /// slot's entry (loaded now) and its slot. What a sweep and an
+    /// eviction hop; `word` is read with [`bucket_word`](Self::bucket_word).
+    #[inline(always)]
+    fn leaving(&self, r: usize, b: usize, word: u64, lane: u32) -> Option<(Located, Entry, usize)> {
+        let tag = bucket::lane::<L21x3>(word, lane);
+        if tag == 0 {
+            return None;
+        }
+        let alt = self.geo.alt(b, tag);
+        let slot = self.map.slot_of(tag, b.min(alt));
+        // Acquire: as in `contains`.
+        let e = self.map.load(slot, Ordering::Acquire);
+        let at = Located {
+            tag,
+            i1: b,
+            i2: alt,
+        };
+        (e.cur != r).then_some((at, e, slot))
+    }
+
+    /// Bucket `b` of region `r`, for a sweep or an eviction.
+    #[inline(always)]
+    fn bucket_word(&self, r: usize, b: usize) -> u64 {
+        // Acquire: pairs with the Release CAS that put each tag.
+        self.region(r).word(b).load(Ordering::Acquire)
+    }
+
     /// Room for an insert whose search found no path from pair `at` in old
     /// region `r` while `sweep`'s step runs: hops out of those two buckets
     /// every tag whose slot moved on, as the sweep will, and if that moves
@@ -476,22 +505,12 @@ impl Regions {
     /// on, for [`evict_moving`](Self::evict_moving): whether one moved, or
     /// `None` once `sweep`'s step is over.
     fn evict_bucket(&self, sweep: &Sweep, r: usize, b: usize) -> Option<bool> {
-        let t = self.region(r);
-        // Acquire: as in `sweep_chunk`.
-        let word = t.word(b).load(Ordering::Acquire);
         let mut moved = false;
+        let word = self.bucket_word(r, b);
         for lane in 0..L21x3::LANES {
-            let tag = bucket::lane::<L21x3>(word, lane);
-            if tag == 0 {
+            let Some((at, e, _)) = self.leaving(r, b, word, lane) else {
                 continue;
-            }
-            let alt = self.geo.alt(b, tag);
-            let slot = self.map.slot_of(tag, b.min(alt));
-            // Acquire: as in `contains`.
-            let e = self.map.load(slot, Ordering::Acquire);
-            if e.cur == r {
-                continue;
-            }
+            };
             // Never by a later step's entry, whose bump this thread may not
             // have seen (a chunk's sweeper checks its chunk's mark for the
             // same reason): such an entry is written after this step's
@@ -500,12 +519,7 @@ impl Regions {
             if sweep.done.load(Ordering::Acquire) == sweep.chunks {
                 return None;
             }
-            pause::here(pause::Point::EvictChecked, pause::At { a: b, b: alt, tag });
-            let at = Located {
-                tag,
-                i1: b,
-                i2: alt,
-            };
+            pause::here(pause::Point::EvictChecked, at.into());
             #[cfg(loom)]
             let hopped = if self.canary == RegionCanary::UnlockedEvict {
                 self.evict_unlocked(r, e.cur, at)
@@ -553,34 +567,12 @@ impl Regions {
         let end = ((chunk + 1) * CHUNK).min(sweep.regions * m0);
         for g in chunk * CHUNK + start..end {
             let (r, local) = (g / m0, g % m0);
-            let t = self.region(r);
-            // Acquire: pairs with the Release CAS that put each tag.
-            let word = t.word(local).load(Ordering::Acquire);
+            let word = self.bucket_word(r, local);
             for lane in 0..L21x3::LANES {
-                let tag = bucket::lane::<L21x3>(word, lane);
-                if tag == 0 {
+                let Some((at, e, slot)) = self.leaving(r, local, word, lane) else {
                     continue;
-                }
-                let alt = self.geo.alt(local, tag);
-                let slot = self.map.slot_of(tag, local.min(alt));
-                // Acquire: as in `contains`.
-                let e = self.map.load(slot, Ordering::Acquire);
-                if e.cur == r {
-                    continue;
-                }
-                let at = Located {
-                    tag,
-                    i1: local,
-                    i2: alt,
                 };
-                pause::here(
-                    pause::Point::SweepHopping,
-                    pause::At {
-                        a: local,
-                        b: alt,
-                        tag,
-                    },
-                );
+                pause::here(pause::Point::SweepHopping, at.into());
                 // Done by another sweeper (this one stopped a while): stop.
                 // After the entry load: an entry a later step wrote was
                 // written after this step's end, so this load sees the
@@ -589,14 +581,7 @@ impl Regions {
                 if state_of(sweep.mark(chunk)) == DONE {
                     return Swept::Overtaken;
                 }
-                pause::here(
-                    pause::Point::SweepChecked,
-                    pause::At {
-                        a: local,
-                        b: alt,
-                        tag,
-                    },
-                );
+                pause::here(pause::Point::SweepChecked, at.into());
                 // Where the next sweeper starts if this one stops here.
                 let here = (g - chunk * CHUNK) / UNIT * UNIT;
                 match self.hop(r, e.cur, at, wait, Some(sweep.step)) {
