@@ -44,10 +44,9 @@ impl RegionsModel {
         self
     }
 
-    /// This level, but an insert whose pair is full during a step
-    /// displaces without first hopping the moving tags near its pair out
-    /// (R3, which checks displacement against the sweep; R10 runs the
-    /// eviction).
+    /// This level, but an insert whose search finds no path during a step
+    /// does not hop the moving tags near its pair out (R3, which checks
+    /// displacement against the sweep; R10 runs the eviction).
     pub fn inserts_not_evicting(mut self) -> RegionsModel {
         self.0.set_inserts_evict(false);
         self

@@ -71,8 +71,8 @@
 //!   bounded work. Sweeping its region chunk by chunk until a path freed
 //!   up, as before, cost one insert up to 1,137 chunks (a region of
 //!   948,156 buckets) while half its tags were pinned.
-//! * An insert whose region is still full while a step runs sweeps chunk after
-//!   chunk, its own region's first, waiting for stripes as an insert into
+//! * An insert whose region is still full while a step runs sweeps chunk
+//!   after chunk, its own region's first, waiting for stripes as an insert into
 //!   two full buckets does: one to do or left at a full pair if any, else
 //!   one that is claimed but not done (its claimant may have stopped),
 //!   which it then marks done. So a stopped chunk owner holds up no step.
@@ -308,8 +308,8 @@ pub(crate) struct Regions {
     /// `set_inserts_help`).
     #[cfg(loom)]
     inserts_help: bool,
-    /// Whether an insert whose pair is full during a step hops the moving
-    /// tags near its pair first (see `set_inserts_evict`).
+    /// Whether an insert whose search finds no path during a step hops the
+    /// moving tags near its pair out (see `set_inserts_evict`).
     #[cfg(loom)]
     inserts_evict: bool,
 }
@@ -357,18 +357,18 @@ impl Regions {
         self.inserts_help = on;
     }
 
-    /// Makes an insert whose pair is full during a step displace without
-    /// first hopping the moving tags near its pair out (`evict_moving`):
-    /// for the model of displacement against the sweep (R3), whose
-    /// interleavings the eviction would mostly bypass; model R10 runs the
-    /// eviction.
+    /// Makes an insert whose search finds no path during a step go on
+    /// sweeping chunks without hopping the moving tags near its pair out
+    /// (`evict_moving`): for the model of displacement against the sweep
+    /// (R3), whose interleavings the eviction would mostly bypass; model
+    /// R10 runs the eviction.
     #[cfg(loom)]
     pub(crate) fn set_inserts_evict(&mut self, on: bool) {
         self.inserts_evict = on;
     }
 
-    /// Whether an insert whose pair is full during a step evicts the
-    /// moving tags near it first (always, but in some loom models).
+    /// Whether an insert whose search finds no path during a step evicts
+    /// the moving tags near its pair (always, but in some loom models).
     #[inline(always)]
     fn inserts_evict(&self) -> bool {
         #[cfg(loom)]
