@@ -34,13 +34,15 @@ impl RegionsModel {
         )
     }
 
-    /// This level, but its inserts help no sweep before they put (one
-    /// whose region is full still sweeps): for the models of stale
-    /// inserts across two steps (R7, R8), whose interleavings the help
-    /// multiplies several times over. R2, R3 and R9 keep the help (R3's
-    /// canary `Unpinned` needs it to fail).
+    /// This level, but its inserts help no sweep before they put, nor
+    /// evict when their search fails (one whose region is full still
+    /// sweeps): for the models of stale inserts (R6, R7, R8), whose
+    /// interleavings the help and the eviction multiply several times
+    /// over. R2, R3 and R9 keep the help (R3's canary `Unpinned` needs it
+    /// to fail); R10 runs the eviction.
     pub fn inserts_not_helping(mut self) -> RegionsModel {
         self.0.set_inserts_help(false);
+        self.0.set_inserts_evict(false);
         self
     }
 

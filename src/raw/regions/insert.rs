@@ -112,10 +112,14 @@ impl Regions {
     /// step runs and empties it ([`evict_moving`](Self::evict_moving));
     /// whether one moved.
     fn evicted(&self, region: usize, at: Located) -> bool {
+        // The switch first: a model whose inserts do not evict must not
+        // load the sweep either (that load doubled models R3's and R6's
+        // executions).
+        if !self.inserts_evict() {
+            return false;
+        }
         match self.running_sweep() {
-            Some(sweep) if region < sweep.regions() && self.inserts_evict() => {
-                self.evict_moving(sweep, region, at)
-            }
+            Some(sweep) if region < sweep.regions() => self.evict_moving(sweep, region, at),
             _ => false,
         }
     }
