@@ -8,16 +8,14 @@
 
 use super::{with_layout, CuckooFilter};
 use crate::raw::bucket;
-use crate::raw::pause::{self, At, Point};
+use crate::raw::pause::stopped::{finishes, Frozen, MUST_FINISH};
+use crate::raw::pause::{At, Point};
 use crate::sync::Ordering;
 use std::io::{self, Write};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// How long an operation that must not wait gets before the test fails.
-const MUST_FINISH: Duration = Duration::from_secs(10);
 
 fn filter(capacity: usize, seed: u64) -> CuckooFilter {
     CuckooFilter::builder()
@@ -41,16 +39,6 @@ fn has_room(f: &CuckooFilter, hash: u64) -> bool {
         // Relaxed: a test-side peek; only this test's inserter writes.
         bucket::has_empty::<L>(t.word(i).load(Ordering::Relaxed))
     }))
-}
-
-/// Runs `work` on a new thread; `Err` if it has not finished within
-/// [`MUST_FINISH`] (the thread is then left running).
-fn finishes<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> Result<R, ()> {
-    let (tx, rx) = channel();
-    thread::spawn(move || {
-        let _ = tx.send(work());
-    });
-    rx.recv_timeout(MUST_FINISH).map_err(|_| ())
 }
 
 #[test]
@@ -194,45 +182,6 @@ fn free_slot_inserts_go_on_while_write_to_blocks_with_a_growth_pending() {
     );
     assert!((0..=trigger).all(|k| f.contains(&k)));
     assert_eq!(f.len() as u64, trigger + 1 + inserts.len() as u64);
-}
-
-/// A writer stopped at a pause point (see `raw::pause`) on its own thread,
-/// until [`Frozen::thaw`].
-struct Frozen {
-    at: At,
-    release: Sender<()>,
-    writer: thread::JoinHandle<()>,
-}
-
-impl Frozen {
-    /// Runs `write` on a new thread that stops the first time it reaches
-    /// `point`; returns once it is stopped there.
-    fn at(point: Point, write: impl FnOnce() + Send + 'static) -> Frozen {
-        let (at_tx, at_rx) = channel();
-        let (release, release_rx) = channel::<()>();
-        let writer = thread::spawn(move || {
-            pause::arm(point, move |at| {
-                at_tx.send(at).unwrap();
-                // Stopped inside the critical section until thawed (or
-                // until the test gave up and dropped its sender).
-                let _ = release_rx.recv_timeout(3 * MUST_FINISH);
-            });
-            write();
-        });
-        let at = at_rx
-            .recv_timeout(MUST_FINISH)
-            .unwrap_or_else(|_| panic!("the writer never reached {point:?}"));
-        Frozen {
-            at,
-            release,
-            writer,
-        }
-    }
-
-    fn thaw(self) {
-        let _ = self.release.send(());
-        self.writer.join().unwrap();
-    }
 }
 
 /// Keys (as hashes) whose pair in the current table is `{a, b}`, or that

@@ -110,6 +110,73 @@ mod armed {
 #[cfg(all(test, not(loom)))]
 pub(crate) use armed::{arm, here};
 
+/// What the tests of stopped threads share (`cuckoo/progress_tests.rs`,
+/// `raw/regions/stopped_tests.rs`): a thread held at a pause point, and a
+/// call that must not wait for it.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod stopped {
+    use super::{arm, At, Point};
+    use std::sync::mpsc::{channel, Sender};
+    use std::thread;
+    use std::time::Duration;
+
+    /// How long a call that must not wait for the stopped thread may take
+    /// before the test calls it stuck (no speed is measured).
+    pub(crate) const MUST_FINISH: Duration = Duration::from_secs(10);
+
+    /// A thread stopped at a pause point until [`thaw`](Frozen::thaw)ed.
+    pub(crate) struct Frozen {
+        /// What the pause point reported.
+        pub(crate) at: At,
+        release: Sender<()>,
+        thread: thread::JoinHandle<()>,
+    }
+
+    impl Frozen {
+        /// Runs `work` on a new thread that stops the first time it
+        /// reaches `point`; returns once it is stopped there.
+        pub(crate) fn at(point: Point, work: impl FnOnce() + Send + 'static) -> Frozen {
+            let (at_tx, at_rx) = channel();
+            let (release, release_rx) = channel::<()>();
+            let thread = thread::spawn(move || {
+                arm(point, move |at| {
+                    at_tx.send(at).unwrap();
+                    // Stopped until thawed (or until the test gave up and
+                    // dropped its sender).
+                    let _ = release_rx.recv_timeout(6 * MUST_FINISH);
+                });
+                work();
+            });
+            let at = at_rx
+                .recv_timeout(MUST_FINISH)
+                .unwrap_or_else(|_| panic!("the thread never reached {point:?}"));
+            Frozen {
+                at,
+                release,
+                thread,
+            }
+        }
+
+        /// Lets the thread go on, and waits for it to end.
+        pub(crate) fn thaw(self) {
+            let _ = self.release.send(());
+            self.thread.join().unwrap();
+        }
+    }
+
+    /// Runs `work` on a new thread; `Err` if it has not returned within
+    /// [`MUST_FINISH`] (the thread is then left to finish when it can).
+    pub(crate) fn finishes<T: Send + 'static>(
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ()> {
+        let (tx, rx) = channel();
+        thread::spawn(move || {
+            let _ = tx.send(work());
+        });
+        rx.recv_timeout(MUST_FINISH).map_err(|_| ())
+    }
+}
+
 /// No pause points outside unit tests.
 #[cfg(not(all(test, not(loom))))]
 #[inline(always)]

@@ -7,61 +7,11 @@
 
 use super::tests::{key, ABSENT, PRESENT};
 use super::*;
+use crate::raw::pause::stopped::{finishes, Frozen, MUST_FINISH};
 use crate::raw::pause::{self, At, Point};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::channel;
 use std::sync::Arc as StdArc;
 use std::thread;
-use std::time::Duration;
-
-/// How long a call that must not wait for the stopped thread may take
-/// before the test calls it stuck (no speed is measured).
-const MUST_FINISH: Duration = Duration::from_secs(10);
-
-/// A thread stopped at a pause point until thawed.
-struct Frozen {
-    at: At,
-    release: Sender<()>,
-    thread: thread::JoinHandle<()>,
-}
-
-impl Frozen {
-    /// Runs `work` on a new thread that stops the first time it reaches
-    /// `point`; returns once it is stopped there.
-    fn at(point: Point, work: impl FnOnce() + Send + 'static) -> Frozen {
-        let (at_tx, at_rx) = channel();
-        let (release, release_rx) = channel::<()>();
-        let thread = thread::spawn(move || {
-            pause::arm(point, move |at| {
-                at_tx.send(at).unwrap();
-                let _ = release_rx.recv_timeout(6 * MUST_FINISH);
-            });
-            work();
-        });
-        let at = at_rx
-            .recv_timeout(MUST_FINISH)
-            .unwrap_or_else(|_| panic!("the thread never reached {point:?}"));
-        Frozen {
-            at,
-            release,
-            thread,
-        }
-    }
-
-    fn thaw(self) {
-        let _ = self.release.send(());
-        self.thread.join().unwrap();
-    }
-}
-
-/// Runs `work` on a new thread; `Err` if it has not returned within
-/// [`MUST_FINISH`] (the thread is then left to finish when it can).
-fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, ()> {
-    let (tx, rx) = channel();
-    thread::spawn(move || {
-        let _ = tx.send(work());
-    });
-    rx.recv_timeout(MUST_FINISH).map_err(|_| ())
-}
 
 /// Keys `0..n` of [`PRESENT`] in a level of 64-bucket regions (one sweep
 /// chunk per region), then a step begun and not swept.
