@@ -651,12 +651,11 @@ impl CuckooFilter {
     /// another thread holds and leaves it to the step. One whose key finds
     /// no room then moves on the keys leaving the region from at most
     /// eight buckets near its pair, and helps with more chunks only if
-    /// that frees nothing (measured: at most five rounds per insert over
-    /// a fill from 1,000 to 10M keys). Two rare cases take
-    /// a bucket-pair stripe as a displacement does: an insert that raced
-    /// the step's start (its key's slot moved as it inserted) moves its tag
-    /// on to the slot's new region, and a helper delayed across a whole
-    /// step takes back a copy it made too late.
+    /// that frees nothing. Two rare cases take a bucket-pair stripe as a
+    /// displacement does: an insert that raced the step's start (its key's
+    /// slot moved as it inserted) moves its tag on to the slot's new
+    /// region, and a helper delayed across a whole step takes back a copy
+    /// it made too late.
     ///
     /// # Past the tag bits
     ///

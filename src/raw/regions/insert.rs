@@ -18,8 +18,10 @@ impl Regions {
     ///
     /// First helps a running step with at most one sweep chunk (without
     /// waiting, if the key's pair has a free lane). Then puts the tag
-    /// into its slot's `cur` region; if that is full, begins a step (or
-    /// helps the running one) and tries again.
+    /// into its slot's `cur` region; if that is full, begins a step (or,
+    /// while one runs, moves on the leaving tags near its pair,
+    /// [`evict_moving`](Self::evict_moving), else helps the step with one
+    /// more chunk) and tries again.
     ///
     /// After the CAS a `SeqCst` fence, then the counter: a Dekker pair with
     /// the step (bump, fence) and its sweep chunks (fence, word loads).
