@@ -19,6 +19,21 @@ const MAX_STRIPES: usize = 4096;
 #[cfg(loom)]
 const MAX_STRIPES: usize = 2;
 
+/// Buckets per version stripe of a table: the stripes cost at most 1/64
+/// of the bucket words (a 16-bit filter 0.27 bits per key at most). One
+/// per four, until 2026-12-07, cost a table of 16,384 buckets a quarter
+/// of its words (4.2 bits per key), and a filter grown past its tag bits
+/// as much in its first level. Two writers collide on a stripe (and one
+/// waits) only when both take the same one at once, which stays rare with
+/// `MIN_STRIPES` or more among 2-8 threads.
+const BUCKETS_PER_STRIPE: usize = 64;
+
+/// Fewest version stripes a table gets (128 bytes).
+#[cfg(not(loom))]
+const MIN_STRIPES: usize = 16;
+#[cfg(loom)]
+const MIN_STRIPES: usize = 2;
+
 /// The buckets and stripes of one filter generation.
 pub(crate) struct Table {
     words: Words,
@@ -53,8 +68,8 @@ impl Table {
 
     /// A zeroed region of a level that grows by regions (`regions.rs`):
     /// one stripe per 256 buckets (a level has hundreds of regions, and
-    /// [`new`](Self::new)'s one per four would cost a region as many bits
-    /// per key as a small table's), and `pin` for its displacements.
+    /// [`new`](Self::new)'s one per 64 would cost it 0.67 bits per key
+    /// instead of 0.17), and `pin` for its displacements.
     pub(crate) fn for_region(geo: Geometry, pin: Pin) -> Result<Table, AllocError> {
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
@@ -199,15 +214,15 @@ impl Table {
         buckets.saturating_add(Self::stripes_for(buckets)) * std::mem::size_of::<u64>()
     }
 
-    /// Version stripes of a table of `buckets` buckets: one per four
-    /// buckets keeps a small table's stripes smaller than its buckets;
-    /// writers on 2-8 threads still rarely collide.
+    /// Version stripes of a table of `buckets` buckets: one per
+    /// [`BUCKETS_PER_STRIPE`] (rounded up to a power of two), from
+    /// [`MIN_STRIPES`] to [`MAX_STRIPES`].
     fn stripes_for(buckets: usize) -> usize {
         (buckets
             .checked_next_power_of_two()
             .unwrap_or(usize::MAX / 2 + 1)
-            / 4)
-        .clamp(2, MAX_STRIPES)
+            / BUCKETS_PER_STRIPE)
+            .clamp(MIN_STRIPES, MAX_STRIPES)
     }
 
     /// The tag and the two candidate buckets of hash `h` in this table,
@@ -381,5 +396,27 @@ mod tests {
         let t = Table::new(Geometry::new(64, 0, Addressing::V3)).unwrap();
         assert!(std::ptr::eq(t.stripe(3, 9), t.stripe(9, 3)));
         assert!(!std::ptr::eq(t.stripe(3, 9), t.stripe(4, 9)));
+    }
+
+    /// A table's version stripes cost at most 1/32 of its bucket words
+    /// (one per 64 buckets, the count rounded up to a power of two) above a
+    /// floor of 16, and at most 4,096: a filter for 64,000 keys (16,896
+    /// buckets) gets 512, not 4,096 (a quarter of its words until
+    /// 2026-12-07).
+    #[test]
+    fn stripes_cost_a_thirty_second_of_the_words_at_most() {
+        for buckets in [2, 64, 264, 1_000, 16_896, 65_537, 262_144, 3 << 20] {
+            let s = Table::stripes_for(buckets);
+            assert!(s.is_power_of_two(), "{buckets}: {s}");
+            assert!((MIN_STRIPES..=MAX_STRIPES).contains(&s), "{buckets}: {s}");
+            assert!(s == MIN_STRIPES || s * 32 <= buckets, "{buckets}: {s}");
+            let m0 = (buckets + (buckets & 1)) as u64;
+            if m0 >= super::super::geometry::MIN_M0 {
+                let t = Table::new(Geometry::new(m0, 0, Addressing::V3)).unwrap();
+                assert_eq!(t.stripe_count(), Table::stripes_for(m0 as usize), "{m0}");
+            }
+        }
+        assert_eq!(Table::stripes_for(16_896), 512);
+        assert_eq!(Table::stripes_for(1 << 20), MAX_STRIPES);
     }
 }
