@@ -9,14 +9,14 @@
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{
-    compiler_fence, fence, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    fence, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 /// Under loom writers always fence (`raw::writers`): never called.
 #[cfg(loom)]

@@ -666,10 +666,11 @@ impl CuckooFilter {
     /// level below. When a region is full the level adds about a twelfth
     /// more regions online, moving only the keys of the slots they take
     /// over (about one copy per key over a level's life), so memory follows
-    /// the keys: at most about 1.5x of a filter built at the final size
-    /// (measured from 100x to 10,000x a first size of 1,000; a level's slot
-    /// map and failure marks take 6 bytes per slot, 24 KiB at the default
-    /// cap). Its
+    /// the keys: at most 1.5x the bits per key of a filter built at the
+    /// final size (measured from 100x to 10,000x a first size of 1,000 or
+    /// more; a level's slot map and failure marks take 4 bytes and a bit
+    /// per slot, 16.5 KiB at the default cap, which weigh more on smaller
+    /// filters: 1.55x at 100x a first size of 500). Its
     /// false-positive rate may reach half of what the first table left
     /// under the cap, which bounds its regions; when it has them all the
     /// next level gets half of what is left then, so all levels together
@@ -891,8 +892,8 @@ impl CuckooFilter {
     /// by earlier doublings are not counted: see
     /// [`Stats::retired_bytes`]. Summed over the levels of a filter that
     /// has them (a region level: its regions' words and stripes, and its
-    /// slot map and failure marks, 6 bytes per slot: 24 KiB at the
-    /// default cap, 96 KiB at most).
+    /// slot map and failure marks, 4 bytes and a bit per slot: 16.5 KiB
+    /// at the default cap, 66 KiB at most).
     pub fn memory_usage(&self) -> usize {
         self.levels().map(|l| l.memory()).sum()
     }

@@ -142,12 +142,13 @@ use super::table::Table;
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::memory::AllocError;
-use crate::sync::{AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Backoff, Mutex, Ordering};
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Backoff, Mutex, Ordering};
 use std::sync::Arc;
 
 #[cfg(loom)]
 mod broken;
 mod copy;
+mod failed;
 mod insert;
 // Persistence only, which loom builds leave out.
 #[cfg(not(loom))]
@@ -158,6 +159,7 @@ mod stopped_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use failed::FailedSlots;
 #[cfg(not(loom))]
 pub(crate) use snapshot::{layout_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
@@ -176,9 +178,9 @@ const CHUNK: usize = 256;
 const CHUNK: usize = 2;
 
 /// Heap bytes of the map and failure marks of a level of `slots` slots
-/// (24 KiB for `2^12`, 96 KiB at most), whatever its size.
+/// (16.5 KiB for `2^12`, 66 KiB at most), whatever its size.
 pub(crate) fn map_bytes(slots: usize) -> usize {
-    slots * (std::mem::size_of::<u32>() + std::mem::size_of::<u16>())
+    slots * std::mem::size_of::<u32>() + FailedSlots::bytes_for(slots)
 }
 
 // The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
@@ -238,15 +240,6 @@ impl NoStep {
     }
 }
 
-/// Step `step`'s failure mark (`Regions::failed`). Every step adds a
-/// region, so no level counts more steps than [`MAX_REGIONS`], and 16 bits
-/// hold every step number: half the bytes of a `u32` per slot (32 KiB a
-/// level), which a small level feels (2.6 bits per key at 100,000 keys).
-pub(crate) fn mark(step: u64) -> u16 {
-    debug_assert!(step <= MAX_REGIONS as u64, "step {step}");
-    step as u16
-}
-
 /// The steps' growth ratio: `max(1, R / STEP_DIVISOR)` new regions.
 const STEP_DIVISOR: usize = 12;
 
@@ -286,9 +279,9 @@ pub(crate) struct Regions {
     #[allow(clippy::vec_box)]
     sweeps: Mutex<Vec<Box<Sweep>>>,
     plan: Mutex<Plan>,
-    /// Per slot: the last step in which a hop of it found no room (0:
-    /// none), as [`mark`]. A step leaves a slot split if one did during it.
-    failed: Box<[AtomicU16]>,
+    /// The slots whose hops found no room in the running step: its end
+    /// leaves them split.
+    failed: FailedSlots,
     max_regions: usize,
     /// Bytes the level may hold (regions, map and marks): a step that
     /// cannot pay one region is refused before it allocates.
@@ -446,7 +439,7 @@ impl Regions {
             sweep: AtomicPtr::new(std::ptr::null_mut()),
             sweeps: Mutex::new(Vec::new()),
             plan: Mutex::new(plan),
-            failed: (0..slots).map(|_| AtomicU16::new(0)).collect(),
+            failed: FailedSlots::new(slots),
             max_regions,
             max_bytes: usize::MAX,
             counters: Counters::default(),

@@ -36,8 +36,9 @@ pub(crate) const MAX_REGIONS: usize = MAX_SLOTS;
 /// The slots of the map of a level of at most `max_regions` regions: a
 /// power of two from `2^10` to `2^14`, at least [`SLOTS_PER_REGION`] per
 /// region where it can. A level's map is its fixed cost (4 bytes of entry
-/// and 2 of failure mark a slot), which a small level feels: 96 KiB was
-/// 7.9 bits per key of a filter for 1,000 keys grown 100x.
+/// and a bit of failure mark a slot), which a small level feels: 96 KiB
+/// (with two-byte marks) was 7.9 bits per key of a filter for 1,000 keys
+/// grown 100x; 16.5 KiB for `2^12` slots is 1.35.
 pub(crate) fn slots_for(max_regions: usize) -> usize {
     max_regions
         .saturating_mul(SLOTS_PER_REGION)
@@ -212,7 +213,7 @@ mod tests {
 
     /// A level's map has about eight slots per region it may have, as a
     /// power of two from 2^10 to 2^14: the default cap's 413 regions get
-    /// 4,096 slots (24 KiB of map and marks, not 96).
+    /// 4,096 slots (16.5 KiB of map and marks, not 66).
     #[test]
     fn a_levels_map_follows_its_most_regions() {
         for (max_regions, slots) in [

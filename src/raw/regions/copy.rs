@@ -99,8 +99,6 @@ impl Regions {
                 copy.map
                     .at(slot)
                     .store(frozen.entry(slot), Ordering::Relaxed);
-                let f = self.failed[slot].load(Ordering::Relaxed);
-                copy.failed[slot].store(f, Ordering::Relaxed);
             }
             copy.plan
                 .lock()

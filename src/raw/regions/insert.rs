@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{mark, Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
+use super::{Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -168,7 +168,7 @@ impl Regions {
                         unreachable!("a follow's hop waits, and belongs to no sweep")
                     }
                     Hopped::NoRoom => {
-                        if !self.keep_split(slot, region, seen) {
+                        if !self.keep_split(slot, region) {
                             // Its slot has another split region already:
                             // give the copy back and refuse (rare: a third
                             // region, only for an insert that ran across
@@ -204,7 +204,7 @@ impl Regions {
     }
 
     /// Keeps `region` readable for `slot` after a hop out of it found no
-    /// room during step `step`: marks the slot failed for the step, then
+    /// room: marks the slot failed for the running step, then
     /// makes sure its entry names `region` (as `cur` or `prev`). `false` if
     /// the entry already names two other regions.
     ///
@@ -212,13 +212,13 @@ impl Regions {
     /// entry CAS and mark load: either the step's end sees the mark and
     /// keeps the slot split, or this load sees the entry joined and splits
     /// it again.
-    fn keep_split(&self, slot: usize, region: usize, step: u64) -> bool {
+    fn keep_split(&self, slot: usize, region: usize) -> bool {
         #[cfg(loom)]
         if self.canary == RegionCanary::UnsplitStaleInsert {
             return true;
         }
         // Relaxed: the fence below orders it.
-        self.failed[slot].fetch_max(mark(step), Ordering::Relaxed);
+        self.failed.mark(slot);
         // SeqCst: pairs with the fence in `end_step` between its joining
         // CAS and its load of the mark. If this fence comes first in their
         // total order, that load sees the mark; otherwise the load below

@@ -3,7 +3,7 @@
 //! help with.
 
 use super::{
-    mark, new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
+    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -250,6 +250,8 @@ impl Regions {
                 None => NoStep::Refused,
             });
         }
+        // The last step's failures were read by its end.
+        self.failed.clear();
         // Pins on once the step is sure to run, before its regions and
         // entries are published (`end_step` turns them off): a refused
         // step never leaves them on (review, 2026-12-07).
@@ -551,7 +553,7 @@ impl Regions {
         // AcqRel: the last chunk's finisher sees every chunk's hops and
         // failure marks (each released here) before it ends the step.
         if sweep.done.fetch_add(1, Ordering::AcqRel) + 1 == sweep.chunks {
-            self.end_step(sweep);
+            self.end_step();
         }
         true
     }
@@ -597,7 +599,7 @@ impl Regions {
                             // `end_step`; if another does, that thread swept
                             // every bucket of the chunk and met this tag
                             // itself (module docs, "Progress").
-                            self.failed[slot].fetch_max(mark(sweep.step), Ordering::Relaxed);
+                            self.failed.mark(slot);
                         }
                     }
                 }
@@ -606,10 +608,9 @@ impl Regions {
         Swept::Whole
     }
 
-    /// Ends the step of `sweep`, whose chunks are all swept: joins every
+    /// Ends the running step, whose chunks are all swept: joins every
     /// split slot whose hops all found room in this step, drops the claim.
-    fn end_step(&self, sweep: &Sweep) {
-        let step = mark(sweep.step);
+    fn end_step(&self) {
         for slot in 0..self.map.slots() {
             let entry = self.map.at(slot);
             // Acquire: as in `contains` (this thread writes nothing it read).
@@ -617,7 +618,7 @@ impl Regions {
             let e = Entry::unpack(v);
             // Relaxed: the sweep's marks are ordered by `done`; a stale
             // insert's by the fences below.
-            if !e.is_split() || self.failed[slot].load(Ordering::Relaxed) >= step {
+            if !e.is_split() || self.failed.marked(slot) {
                 continue;
             }
             let joined = Entry::whole(e.cur).pack();
@@ -660,7 +661,7 @@ impl Regions {
             // load of the entry sees the joining mark and clears it.
             fence(Ordering::SeqCst);
             // Relaxed: ordered by the fence.
-            let keep = self.failed[slot].load(Ordering::Relaxed) >= step;
+            let keep = self.failed.marked(slot);
             // Release: pairs with readers' Acquire entry loads, so a reader
             // of an entry naming `cur` alone sees every hop of this step
             // (ordered before this thread by `done`'s AcqRel). Either CAS

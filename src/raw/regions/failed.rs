@@ -1,0 +1,59 @@
+//! Which slots the running step must leave split: a bit per slot, set when
+//! a hop of the slot out of its old region finds no room, read by the
+//! step's end (`end_step`), cleared when the next step is claimed.
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// A bit per slot of a level's map.
+pub(super) struct FailedSlots {
+    words: Box<[AtomicU64]>,
+}
+
+impl FailedSlots {
+    /// No slot marked, for a map of `slots` slots.
+    pub(super) fn new(slots: usize) -> FailedSlots {
+        FailedSlots {
+            words: (0..Self::words_for(slots))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    fn words_for(slots: usize) -> usize {
+        slots.div_ceil(64)
+    }
+
+    /// Heap bytes of the marks of a map of `slots` slots (512 for `2^12`).
+    pub(super) fn bytes_for(slots: usize) -> usize {
+        Self::words_for(slots) * std::mem::size_of::<u64>()
+    }
+
+    /// Marks `slot`: a hop of it found no room.
+    ///
+    /// Only a step's own sweepers and inserts mark it while it runs; a
+    /// stale one (whose step ended, stopped before its mark) may mark it in
+    /// a later step, which then keeps the slot split one step longer,
+    /// lookups reading both its regions, until the next step's sweep
+    /// moves what is left: as an own failure would.
+    pub(super) fn mark(&self, slot: usize) {
+        // Relaxed: the callers order it (the sweep's `done` count, the
+        // stale insert's fence; see `keep_split` and `sweep_chunk`).
+        self.words[slot / 64].fetch_or(1 << (slot % 64), Ordering::Relaxed);
+    }
+
+    /// Whether `slot` is marked.
+    pub(super) fn marked(&self, slot: usize) -> bool {
+        // Relaxed: as in `mark`.
+        self.words[slot / 64].load(Ordering::Relaxed) & 1 << (slot % 64) != 0
+    }
+
+    /// Unmarks every slot, by a step's claimant before the step's hops
+    /// begin: they come after the step's bump or its sweep's publication,
+    /// both after this in the claimant's order.
+    pub(super) fn clear(&self) {
+        for w in self.words.iter() {
+            // Relaxed: published with the step (see above).
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+}
