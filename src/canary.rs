@@ -114,6 +114,10 @@ pub enum RegionCanary {
     /// region without marking or splitting its slot: the step's end joins
     /// the slot, and the tag is in a region no lookup reads.
     UnsplitStaleInsert,
+    /// A sweep's hop that found the source stripe held past its patience
+    /// leaves the tag without marking its slot failed: the step's end
+    /// joins the slot, and the tag is in a region no lookup reads.
+    HeldUnmarked,
     /// A step's end joins a slot without re-loading its failure mark after
     /// the joining CAS: a stale insert that marked it and saw it still
     /// split just before is not split again.

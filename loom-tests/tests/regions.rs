@@ -21,6 +21,12 @@
 //! check, and it multiplies these models' executions past CI's budget
 //! (R8 4.90M, R6 1.71M with it; 374,733 and 728,121 without).
 //!
+//! Under loom a sweep's hop waits one backoff for a held source stripe,
+//! then gives up (`Hopped::Held`: the tag stays, its slot marked failed),
+//! so R3, R5, R8 and R10 also explore sweeps that leave a tag behind
+//! because a displacement, a remove or an insert's hop held its stripe;
+//! canary `HeldUnmarked` (no mark) fails R3 at execution 7.
+//!
 //! A canary's model stops at its first failing execution
 //! (`common::canary_model`): a canary only has to be shown failing, and
 //! its whole search cost as much as its model's (`UncheckedJoin` 2.75M
@@ -466,6 +472,14 @@ fn an_insert_evicting_during_a_step() {
 #[should_panic(expected = "x counted 2 times")]
 fn canary_unlocked_evict() {
     displacement_vs_sweep("canary_unlocked_evict", RegionCanary::UnlockedEvict, true);
+}
+
+/// R3 with a sweep that gives up on a stripe the displacement holds
+/// (`Hopped::Held`) and leaves x without marking its slot.
+#[test]
+#[should_panic(expected = "false negative: x")]
+fn canary_held_unmarked() {
+    displacement_vs_sweep("canary_held_unmarked", RegionCanary::HeldUnmarked, false);
 }
 
 #[test]

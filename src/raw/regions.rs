@@ -80,13 +80,20 @@
 //!   which help a running step to its end before they freeze the level.)
 //!   A stopped owner that wakes after its chunk is done stops at its next
 //!   hop.
+//! * A waiting sweep's hop waits at most a millisecond for its source
+//!   pair's stripe (`StripeLock::acquire_moving_within`), then leaves the
+//!   tag where it is and marks its slot failed, as when the new region
+//!   has no room: the slot stays split (lookups read both its regions)
+//!   and the next step's sweep moves what is left. So a remove, a hop or
+//!   a helping insert stopped while it holds an old pair's stripe holds
+//!   up no step's end (test
+//!   `a_step_ends_though_a_helping_insert_stopped_mid_hop`).
 //! * What may still wait for a stopped thread: an insert that raced a
-//!   step and follows its tag (`follow`), and the waiting sweeps, for a
-//!   stripe held in the middle of a remove or a hop, a helping insert's
-//!   hop included (a step's end, and so inserts that need room, wait for
-//!   an insert stopped between its hop's copy and clear: ignored test
-//!   `a_step_ends_though_a_helping_insert_stopped_mid_hop`; finishing a
-//!   stopped hop would need the hop to record its destination).
+//!   step and follows its tag (`follow`), for its pair's stripe; and a
+//!   waiting sweep's copy, which displaces in the new region and waits,
+//!   as any displacement does, for a stripe held there (by a remove, an
+//!   `insert_unique` or a displacement stopped in that region; a plain
+//!   insert takes no stripe there).
 //! * "A free lane" is the insert's pair as it saw it before helping: the
 //!   chunk it helps may fill that lane (as any racing insert may), and the
 //!   insert then displaces like any insert into two full buckets.
@@ -203,6 +210,10 @@ pub(crate) enum Hopped {
     /// A sweep's hop whose step ended before its copy was seen: it took
     /// the copy back, and the tag stays in the source (see `hop`).
     Stale,
+    /// A sweep's hop that may wait found the source stripe still held
+    /// after waiting its while (`StripeLock::acquire_moving_within`): the
+    /// tag stays in the source, as after `NoRoom`.
+    Held,
 }
 
 /// Whether a sweeper may wait for a stripe holder (and displace).

@@ -37,6 +37,12 @@ use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 /// tag field is the reserved all-ones tag, which no hop moves).
 pub(crate) const SEALED: u64 = u64::MAX;
 
+/// How long [`StripeLock::acquire_moving_within`] waits for a holder: far
+/// longer than a running holder's few CAS or its displacement search (tens
+/// of microseconds), short beside a thread stopped for good.
+#[cfg(not(loom))]
+const PATIENCE: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// The held bit of a stripe word.
 pub(crate) const HELD: u64 = 1;
 
@@ -107,6 +113,33 @@ impl<'t> StripeLock<'t> {
     pub(crate) fn acquire_moving(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
         let mut backoff = Backoff::default();
         Self::take_moving(stripe, tag, || {
+            backoff.snooze();
+            true
+        })
+    }
+
+    /// [`acquire_moving`](Self::acquire_moving) that waits at most
+    /// [`PATIENCE`] (under loom: one backoff) for another holder: `None`
+    /// if the stripe is still held then (or sealed). For a step's sweep
+    /// of a level that grows by regions, which leaves a tag it cannot
+    /// reach where it is (its slot stays split): a holder stopped for good
+    /// then holds up no step's end.
+    #[inline]
+    pub(crate) fn acquire_moving_within(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
+        let mut backoff = Backoff::default();
+        #[cfg(not(loom))]
+        let start = std::time::Instant::now();
+        #[cfg(loom)]
+        let mut waited = false;
+        Self::take_moving(stripe, tag, || {
+            #[cfg(not(loom))]
+            if start.elapsed() > PATIENCE {
+                return false;
+            }
+            #[cfg(loom)]
+            if std::mem::replace(&mut waited, true) {
+                return false;
+            }
             backoff.snooze();
             true
         })

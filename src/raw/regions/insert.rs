@@ -164,7 +164,7 @@ impl Regions {
             if e.cur != region {
                 match self.hop(region, e.cur, at, Wait::Yes, None) {
                     Hopped::Moved | Hopped::Gone => region = e.cur,
-                    Hopped::Busy | Hopped::Crowded | Hopped::Stale => {
+                    Hopped::Busy | Hopped::Crowded | Hopped::Stale | Hopped::Held => {
                         unreachable!("a follow's hop waits, and belongs to no sweep")
                     }
                     Hopped::NoRoom => {
@@ -302,9 +302,20 @@ impl Regions {
         let Located { tag, i1, i2 } = at;
         // Marked moving: a count of this tag reads again until the release.
         let stripe = a.stripe(i1, i2);
-        let _lock = match wait {
-            Wait::Yes => StripeLock::acquire_moving(stripe, tag).expect("regions are never sealed"),
-            Wait::No => match StripeLock::try_acquire_moving(stripe, tag) {
+        let _lock = match (wait, step) {
+            // A sweep's: a holder stopped in the middle of a remove or a
+            // hop of this pair (a plain insert's help included) must not
+            // hold up the step's end, so it waits a while, then leaves the
+            // tag where it is, as when the new region has no room.
+            (Wait::Yes, Some(_)) => match StripeLock::acquire_moving_within(stripe, tag) {
+                Some(lock) => lock,
+                None => return Hopped::Held,
+            },
+            // An insert's follow of its own copy: waits.
+            (Wait::Yes, None) => {
+                StripeLock::acquire_moving(stripe, tag).expect("regions are never sealed")
+            }
+            (Wait::No, _) => match StripeLock::try_acquire_moving(stripe, tag) {
                 Some(lock) => lock,
                 None => return Hopped::Busy,
             },

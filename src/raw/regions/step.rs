@@ -532,11 +532,12 @@ impl Regions {
             let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step));
             match hopped {
                 Hopped::Moved => moved = true,
-                // Another hop took it, or the new region has no room: the
-                // tag stays, for the chunk's sweep (which marks the slot)
+                // Another hop took it, or the new region has no room (or
+                // the pair's stripe stayed held): the tag stays, for the
+                // chunk's sweep (which marks the slot)
                 // or, a stale insert's copy put after that sweep, for the
                 // insert's own follow (which splits it).
-                Hopped::Gone | Hopped::NoRoom => {}
+                Hopped::Gone | Hopped::NoRoom | Hopped::Held => {}
                 Hopped::Stale => return None,
                 Hopped::Busy | Hopped::Crowded => unreachable!("a hop that may wait"),
             }
@@ -586,13 +587,20 @@ impl Regions {
                 pause::here(pause::Point::SweepChecked, at.into());
                 // Where the next sweeper starts if this one stops here.
                 let here = (g - chunk * CHUNK) / UNIT * UNIT;
-                match self.hop(r, e.cur, at, wait, Some(sweep.step)) {
+                let hopped = self.hop(r, e.cur, at, wait, Some(sweep.step));
+                #[cfg(loom)]
+                if hopped == Hopped::Held && self.canary == RegionCanary::HeldUnmarked {
+                    continue;
+                }
+                match hopped {
                     Hopped::Moved | Hopped::Gone => {}
                     // The step ended: every chunk is done.
                     Hopped::Stale => return Swept::Overtaken,
                     Hopped::Busy => return Swept::Busy(here),
                     Hopped::Crowded => return Swept::Crowded(here),
-                    Hopped::NoRoom => {
+                    // Left where it is (no room in the new region, or the
+                    // pair's stripe held too long): the slot stays split.
+                    Hopped::NoRoom | Hopped::Held => {
                         if e.prev == r {
                             // Relaxed: if this thread marks the chunk
                             // done, `done`'s AcqRel orders the mark before

@@ -284,14 +284,14 @@ fn a_copy_of_a_level_is_not_held_up_by_a_stopped_chunk_owner() {
     assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
 }
 
-/// Review: a plain insert's help holds a source stripe across its hop
-/// (try-acquired, so taking it waited for no one). Stopped there, it holds
-/// up every waiting sweeper of that pair: `finish_step`, an insert whose
-/// region is full, a copy or a save. Documented as accepted ("the waiting
-/// sweeps, for a stripe held in the middle of ... a hop"); this test shows
-/// that a step's end does wait for a stopped plain insert.
+/// A plain insert's help holds a source stripe across its hop
+/// (try-acquired, so taking it waited for no one). Stopped there, it held
+/// up every waiting sweeper of that pair until 2026-12-07 (review): so
+/// `finish_step`, an insert whose region is full, a copy and a save. A
+/// sweep's hop now waits at most `PATIENCE` for a source stripe, then
+/// leaves the tag where it is and its slot split, as when the new region
+/// has no room: the step ends, and lookups still read both regions.
 #[test]
-#[ignore = "known limitation (review, 2026-12-07): a step's end (finish_step, inserts needing room) waits for a plain insert stopped mid-hop in its no-wait help"]
 fn a_step_ends_though_a_helping_insert_stopped_mid_hop() {
     let (r, keys) = stepping(150);
     let frozen = {
