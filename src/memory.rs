@@ -41,6 +41,16 @@ pub(crate) struct AllocError {
 #[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
 pub(crate) const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
+/// Releasable words (a doubled table's, which a later doubling retires) of
+/// at least this many bytes, and under [`HUGE_PAGE_MIN_BYTES`], are an
+/// anonymous mapping of 4 KiB pages rather than heap memory, so that their
+/// pages go back to the OS once the table is retired (heap memory cannot:
+/// readers take no pin, so a retired table is never freed while the
+/// filter lives). Rounding to whole pages costs such a table at most 1/8
+/// more resident memory; smaller tables stay on the heap.
+#[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+pub(crate) const RELEASABLE_MIN_BYTES: usize = 32 << 10;
+
 /// Whether a table's words asked the kernel for transparent huge pages, and
 /// the answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +168,27 @@ mod std_words {
             })
         }
 
+        /// [`zeroed`](Self::zeroed) for words that may be retired while the
+        /// process runs on (a doubled table's): from
+        /// [`RELEASABLE_MIN_BYTES`](super::RELEASABLE_MIN_BYTES) up they
+        /// are mapped on Linux, so [`release_handle`](Self::release_handle)
+        /// can return their pages.
+        pub(crate) fn zeroed_releasable(len: usize) -> Result<Self, AllocError> {
+            #[cfg(target_os = "linux")]
+            {
+                let bytes = heap_layout(len)?.size();
+                if (super::RELEASABLE_MIN_BYTES..super::HUGE_PAGE_MIN_BYTES).contains(&bytes) {
+                    return super::linux::map_pages(bytes).map(|m| Words {
+                        ptr: m.words,
+                        len,
+                        huge_pages: m.huge_pages,
+                        backing: Backing::Mapped(Arc::new(m)),
+                    });
+                }
+            }
+            Self::zeroed(len)
+        }
+
         #[inline(always)]
         pub(crate) fn as_slice(&self) -> &[AtomicU64] {
             // SAFETY: `ptr` points to `len` initialised (all-zero is a valid
@@ -186,8 +217,10 @@ mod std_words {
 
         /// A handle that returns these words' physical pages to the OS
         /// when run; `None` if they cannot be returned (heap words: under
-        /// [`HUGE_PAGE_MIN_BYTES`](super::HUGE_PAGE_MIN_BYTES), or not
-        /// Linux), which then stay resident until dropped.
+        /// [`HUGE_PAGE_MIN_BYTES`](super::HUGE_PAGE_MIN_BYTES), or under
+        /// [`RELEASABLE_MIN_BYTES`](super::RELEASABLE_MIN_BYTES) for
+        /// [`zeroed_releasable`](Self::zeroed_releasable), or not Linux),
+        /// which then stay resident until dropped.
         pub(crate) fn release_handle(&self) -> Option<Release> {
             match &self.backing {
                 Backing::Heap => None,
@@ -265,10 +298,11 @@ mod linux {
         pub(super) fn release(&self) {
             let page = page_size();
             let whole_pages = self.bytes.div_ceil(page) * page;
-            // SAFETY: `words` is page-aligned (2 MiB) and `whole_pages`
-            // bytes from it lie inside this live mapping (the last page's
-            // tail is alignment slack: `words` starts less than 2 MiB into a
-            // mapping 2 MiB longer than the words). DONTNEED changes
+            // SAFETY: `words` is page-aligned and `whole_pages` bytes from
+            // it lie inside this live mapping (the last page's tail is
+            // slack: `map_zeroed`'s words start less than 2 MiB into a
+            // mapping 2 MiB longer than them, `map_pages`' mapping is
+            // whole pages from `words`). DONTNEED changes
             // contents (to zeros), never validity: the caller guarantees no
             // thread writes the words any more, and concurrent atomic reads
             // of the range are defined (they see old values or zeros).
@@ -343,6 +377,39 @@ mod linux {
         })
     }
 
+    /// `bytes` zeroed bytes on whole 4 KiB pages, asking nothing: a
+    /// releasable table too small for huge pages.
+    pub(super) fn map_pages(bytes: usize) -> Result<Mapping, AllocError> {
+        let page = page_size();
+        let len = bytes
+            .checked_next_multiple_of(page)
+            .ok_or(AllocError { bytes })?;
+        // SAFETY: an anonymous private mapping at an address of the
+        // kernel's choice aliases no existing memory.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(AllocError { bytes });
+        }
+        let base = NonNull::new(raw.cast::<u8>()).ok_or(AllocError { bytes })?;
+        Ok(Mapping {
+            base,
+            len,
+            words: base.cast::<AtomicU64>(),
+            bytes,
+            huge_pages: HugePages::NotRequested,
+            released: StatBool::new(false),
+        })
+    }
+
     /// Whether advised memory gets huge pages: the system-wide mode is
     /// `always` or `madvise` and this process did not opt out with
     /// `prctl(PR_SET_THP_DISABLE)`. Read per large table (a few
@@ -396,6 +463,10 @@ mod loom_words {
                 .map_err(|_| AllocError { bytes: len * 8 })?;
             v.extend((0..len).map(|_| AtomicU64::new(0)));
             Ok(Words(v.into()))
+        }
+
+        pub(crate) fn zeroed_releasable(len: usize) -> Result<Self, AllocError> {
+            Self::zeroed(len)
         }
 
         /// Every loom table's words can be "released" (zeroed).

@@ -78,9 +78,11 @@ pub struct Stats {
     /// successor, so this stays below the current table's size.
     pub retired_bytes: usize,
     /// The part of `retired_bytes` that still holds physical memory. Once
-    /// no writer can reach a replaced table of 4 MiB or more (on Linux),
-    /// its bucket pages are returned to the OS; smaller tables (together
-    /// under 4 MiB), version stripes and migration state stay resident.
+    /// no writer can reach a replaced table (on Linux), its bucket pages
+    /// are returned to the OS if it was itself made by a doubling and
+    /// holds 32 KiB or more; the first table and smaller ones (together
+    /// under 64 KiB beside a first table), version stripes and migration
+    /// state stay resident.
     pub retired_resident_bytes: usize,
     /// Levels: 1 until the first table may not double again, then one more
     /// each time the newest level may grow no further (see

@@ -93,7 +93,14 @@ impl Table {
     ) -> Result<Table, AllocError> {
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
-        let words = Words::zeroed(buckets)?;
+        // A doubled table (or one loaded at a later generation) can be
+        // retired by the next doubling: its pages should be returnable
+        // then. A first table or a region stays on the heap.
+        let words = if geo.generation() > 0 && pin.is_none() {
+            Words::zeroed_releasable(buckets)?
+        } else {
+            Words::zeroed(buckets)?
+        };
         let mut stripes = Vec::new();
         stripes
             .try_reserve_exact(stripe_count)
