@@ -80,9 +80,9 @@ pub struct Stats {
     /// The part of `retired_bytes` that still holds physical memory. Once
     /// no writer can reach a replaced table (on Linux), its bucket pages
     /// are returned to the OS if it was itself made by a doubling and
-    /// holds 32 KiB or more; the first table and smaller ones (together
-    /// under 64 KiB beside a first table), version stripes and migration
-    /// state stay resident.
+    /// holds 32 KiB or more; the first table, smaller doubled ones
+    /// (together under 32 KiB), version stripes and migration state stay
+    /// resident.
     pub retired_resident_bytes: usize,
     /// Levels: 1 until the first table may not double again, then one more
     /// each time the newest level may grow no further (see
