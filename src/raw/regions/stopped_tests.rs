@@ -312,3 +312,113 @@ fn a_step_ends_though_a_helping_insert_stopped_mid_hop() {
         "the step's end waited for the stopped helper"
     );
 }
+
+/// A remove stopped holding an old pair's stripe (the pair a step's sweep
+/// must hop its own tag out of) holds up no step's end: the sweep gives up
+/// on that pair (`Hopped::Held`), marks the slot failed, and the step ends
+/// with the slot split, lookups reading both regions. Once the remove has
+/// taken its tag, the next step's sweep finds nothing left there and
+/// joins the slot.
+#[test]
+fn a_step_ends_though_a_remove_stopped_holding_an_old_pair() {
+    let (r, keys) = stepping(60);
+    assert_eq!(r.regions(), 2);
+    let victim = keys
+        .iter()
+        .copied()
+        .find(|&h| r.entry(r.slot_of_hash(h).0) == Entry { cur: 1, prev: 0 })
+        .expect("the step moves some slot");
+    let slot = r.slot_of_hash(victim).0;
+    let frozen = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::RemoveHeld, move || assert!(r.remove(victim)))
+    };
+    assert_eq!(
+        frozen.at.tag,
+        r.slot_of_hash(victim).1.tag,
+        "stopped holding the victim's stripe in region 0"
+    );
+    let ended = {
+        let r = StdArc::clone(&r);
+        finishes(move || r.finish_step())
+    };
+    // Read while the remove is still stopped.
+    let stepping_after = r.stepping();
+    let entry_after = r.entry(slot);
+    let found_after = keys.iter().all(|&h| r.contains(h));
+    let victim_count = r.count(victim);
+    frozen.thaw();
+    assert!(
+        ended.is_ok(),
+        "the step's end waited for the stopped remove"
+    );
+    assert!(!stepping_after, "the step did not end");
+    assert_eq!(
+        entry_after,
+        Entry { cur: 1, prev: 0 },
+        "the slot of a tag left behind was joined"
+    );
+    assert!(found_after, "false negative while the remove was stopped");
+    assert_eq!(victim_count, 1, "the victim counted wrong meanwhile");
+    // The remove took its tag from region 0; the next step moves what else
+    // was left behind and joins every slot.
+    assert_eq!(r.len(), keys.len() as i64 - 1);
+    assert!(r.grow(), "a step begins");
+    r.finish_step();
+    assert_eq!(r.entry(slot), Entry::whole(1), "the slot was not joined");
+    assert_eq!(r.split_slots(), 0);
+    assert!(
+        keys.iter()
+            .filter(|&&h| h != victim)
+            .all(|&h| r.contains(h)),
+        "false negative"
+    );
+    assert_eq!(r.occupied(), r.len() as usize, "a copy lost or duplicated");
+}
+
+/// A helping insert stopped between its hop's copy and its clear, across
+/// two steps: each step's sweep gives up on the held pair and leaves the
+/// slot split (the tag in both regions meanwhile); the helper, woken
+/// after a later step began, takes its copy back (`undo_if_stale`), and
+/// the next step moves the tag and joins the slot: nothing lost, nothing
+/// counted twice.
+#[test]
+fn a_helping_insert_stopped_mid_hop_across_two_steps_strands_nothing() {
+    let (r, keys) = stepping(150);
+    let frozen = {
+        let r = StdArc::clone(&r);
+        Frozen::at(Point::RegionHopCopied, move || {
+            r.help();
+        })
+    };
+    let slot = r.map.slot_of(frozen.at.tag, frozen.at.a.min(frozen.at.b));
+    let two_steps = {
+        let r = StdArc::clone(&r);
+        finishes(move || {
+            r.finish_step();
+            let first = r.entry(slot);
+            let grew = r.grow();
+            r.finish_step();
+            (first, grew, r.entry(slot))
+        })
+    };
+    let found_meanwhile = keys.iter().all(|&h| r.contains(h));
+    frozen.thaw();
+    let (first, grew, second) = two_steps.expect("a step's end waited for the stopped helper");
+    assert!(grew, "a second step begins");
+    assert!(first.is_split(), "the first step joined a held slot");
+    assert_eq!(
+        second, first,
+        "a split slot moved, or was joined while held"
+    );
+    assert!(
+        found_meanwhile,
+        "false negative while the helper was stopped"
+    );
+    assert!(r.grow(), "a third step begins");
+    r.finish_step();
+    assert_eq!(r.split_slots(), 0);
+    assert!(keys.iter().all(|&h| r.contains(h)), "false negative");
+    assert_eq!(r.len(), keys.len() as i64);
+    assert_eq!(r.occupied(), keys.len(), "a copy lost or duplicated");
+}
