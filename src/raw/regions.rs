@@ -80,10 +80,11 @@
 //!   which help a running step to its end before they freeze the level.)
 //!   A stopped owner that wakes after its chunk is done stops at its next
 //!   hop.
-//! * A waiting sweep's hop waits at most a millisecond for its source
-//!   pair's stripe (`StripeLock::acquire_moving_within`), then leaves the
-//!   tag where it is and marks its slot failed, as when the new region
-//!   has no room: the slot stays split (lookups read both its regions)
+//! * A waiting sweep (a chunk's, or an insert's eviction) waits at most a
+//!   millisecond in all for its hops' source stripes
+//!   (`StripeLock::acquire_moving_within` with one `Patience`), then
+//!   leaves each tag whose stripe is held where it is and marks its slot
+//!   failed, as when the new region has no room: the slot stays split (lookups read both its regions)
 //!   and the next step's sweep moves what is left. So a remove, a hop or
 //!   a helping insert stopped while it holds an old pair's stripe holds
 //!   up no step's end (test
@@ -144,7 +145,7 @@ use super::geometry::{Addressing, Geometry, Located};
 use super::ops;
 use super::slot_map::Pin;
 pub(crate) use super::slot_map::{slot_of, slots_for, Entry, SlotMap, JOINING, MAX_REGIONS};
-use super::stripe::count_stands;
+use super::stripe::{count_stands, Patience};
 use super::table::Table;
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -192,6 +193,13 @@ pub(crate) fn map_bytes(slots: usize) -> usize {
 
 // The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
 // share, here so that neither imports the other.
+
+/// A sweep's hop: the sweep's step, and what it may still wait for held
+/// stripes.
+pub(crate) struct Sweeping<'p> {
+    pub(crate) step: u64,
+    pub(crate) patience: &'p mut Patience,
+}
 
 /// What a hop did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

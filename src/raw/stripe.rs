@@ -37,11 +37,33 @@ use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 /// tag field is the reserved all-ones tag, which no hop moves).
 pub(crate) const SEALED: u64 = u64::MAX;
 
-/// How long [`StripeLock::acquire_moving_within`] waits for a holder: far
-/// longer than a running holder's few CAS or its displacement search (tens
-/// of microseconds), short beside a thread stopped for good.
+/// How long one sweep (a chunk's, or an insert's eviction) waits for held
+/// stripes in all ([`Patience`]): far longer than a running holder's few
+/// CAS or its displacement search (tens of microseconds), short beside a
+/// thread stopped for good.
 #[cfg(not(loom))]
 const PATIENCE: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// What one sweep may still wait for held stripes
+/// ([`StripeLock::acquire_moving_within`]): [`PATIENCE`] from its first
+/// wait, shared by all its hops, so that a stripe held for good costs a
+/// sweep one wait, not one per tag behind it. Under loom: one backoff per
+/// stripe, so that the models explore both a holder that lets go and one
+/// that does not.
+#[derive(Default)]
+pub(crate) struct Patience {
+    #[cfg(not(loom))]
+    deadline: Option<std::time::Instant>,
+}
+
+impl Patience {
+    /// Whether the wait is over (starting it at the first call).
+    #[cfg(not(loom))]
+    fn spent(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        now > *self.deadline.get_or_insert(now + PATIENCE)
+    }
+}
 
 /// The held bit of a stripe word.
 pub(crate) const HELD: u64 = 1;
@@ -118,27 +140,32 @@ impl<'t> StripeLock<'t> {
         })
     }
 
-    /// [`acquire_moving`](Self::acquire_moving) that waits at most
-    /// [`PATIENCE`] (under loom: one backoff) for another holder: `None`
-    /// if the stripe is still held then (or sealed). For a step's sweep
-    /// of a level that grows by regions, which leaves a tag it cannot
-    /// reach where it is (its slot stays split): a holder stopped for good
-    /// then holds up no step's end.
+    /// [`acquire_moving`](Self::acquire_moving) that waits for another
+    /// holder only as long as `patience` allows: `None` if the stripe is
+    /// still held then (or sealed). For a step's sweep of a level that
+    /// grows by regions, which leaves a tag it cannot reach where it is
+    /// (its slot stays split): a holder stopped for good then holds up no
+    /// step's end.
     #[inline]
-    pub(crate) fn acquire_moving_within(stripe: &'t AtomicU64, tag: u64) -> Option<Self> {
+    pub(crate) fn acquire_moving_within(
+        stripe: &'t AtomicU64,
+        tag: u64,
+        patience: &mut Patience,
+    ) -> Option<Self> {
         let mut backoff = Backoff::default();
-        #[cfg(not(loom))]
-        let start = std::time::Instant::now();
         #[cfg(loom)]
         let mut waited = false;
         Self::take_moving(stripe, tag, || {
             #[cfg(not(loom))]
-            if start.elapsed() > PATIENCE {
+            if patience.spent() {
                 return false;
             }
             #[cfg(loom)]
-            if std::mem::replace(&mut waited, true) {
-                return false;
+            {
+                let _ = &patience;
+                if std::mem::replace(&mut waited, true) {
+                    return false;
+                }
             }
             backoff.snooze();
             true
@@ -274,6 +301,25 @@ impl Drop for StripeLock<'_> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// A sweep's hops share one patience: once a held stripe has used it
+    /// up, the next held stripe is given up at its first look (the sweep
+    /// leaves those tags where they are), while a free stripe is still
+    /// taken.
+    #[test]
+    fn a_sweeps_hops_share_one_patience() {
+        let (a, b) = (&AtomicU64::new(0), &AtomicU64::new(0));
+        let held_a = StripeLock::acquire(a).unwrap();
+        let held_b = StripeLock::acquire(b).unwrap();
+        let mut patience = Patience::default();
+        assert!(StripeLock::acquire_moving_within(a, 5, &mut patience).is_none());
+        assert!(patience.spent(), "the wait ran to its end");
+        assert!(StripeLock::acquire_moving_within(b, 5, &mut patience).is_none());
+        drop(held_a);
+        let lock = StripeLock::acquire_moving_within(a, 5, &mut patience);
+        assert!(lock.is_some(), "a free stripe is taken");
+        drop((lock, held_b));
+    }
 
     #[test]
     fn stripe_lock_is_exclusive_and_versions_advance() {

@@ -31,10 +31,11 @@ impl FailedSlots {
     /// Marks `slot`: a hop of it found no room.
     ///
     /// Only a step's own sweepers and inserts mark it while it runs; a
-    /// stale one (whose step ended, stopped before its mark) may mark it in
-    /// a later step, which then keeps the slot split one step longer,
-    /// lookups reading both its regions, until the next step's sweep
-    /// moves what is left: as an own failure would.
+    /// stale one (an insert whose step ended, or a sweeper that outlived
+    /// its step, stopped before its mark) may mark it in a later step,
+    /// which then keeps the slot split one step longer, lookups reading
+    /// both its regions, until the next step's sweep moves what is left:
+    /// as an own failure would.
     pub(super) fn mark(&self, slot: usize) {
         // Relaxed: the callers order it (the sweep's `done` count, the
         // stale insert's fence; see `keep_split` and `sweep_chunk`).
@@ -49,7 +50,17 @@ impl FailedSlots {
 
     /// Unmarks every slot, by a step's claimant before the step's hops
     /// begin: they come after the step's bump or its sweep's publication,
-    /// both after this in the claimant's order.
+    /// both after this in the claimant's order, and the last step's end,
+    /// which read the marks, came before the claim (its Release store of
+    /// the claim, this claimant's Acquire CAS).
+    ///
+    /// A mark made between two steps is erased here. Only a stale insert
+    /// makes one (`keep_split` in `follow`), and that insert then fences
+    /// and re-loads the step counter (`fence_after_put`): if its fence
+    /// comes before the new step's bump fence, the new step's sweep sees
+    /// its tag and its split entry and hops the tag or marks the slot
+    /// itself; otherwise the insert sees the new step and hops or marks
+    /// again, after this clear (review, 2026-12-07).
     pub(super) fn clear(&self) {
         for w in self.words.iter() {
             // Relaxed: published with the step (see above).

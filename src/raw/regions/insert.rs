@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
+use super::{Entry, Hopped, NoStep, Refused, Regions, Sweeping, Wait, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -282,16 +282,18 @@ impl Regions {
     /// stripe only if it is free now and puts only into a free lane (no
     /// displacement): `Busy` or `Crowded` otherwise.
     ///
-    /// `step` is the step of the sweep hopping, if a sweep is: after its
-    /// copy such a hop checks that no later step began, or else takes the
-    /// copy back (`Stale`, see [`undo_if_stale`](Self::undo_if_stale)).
+    /// `sweeping` is the sweep hopping, if a sweep is: such a hop waits for
+    /// the source stripe only as long as the sweep's patience allows
+    /// (`Held`), and after its copy checks that no later step began, or
+    /// else takes the copy back (`Stale`, see
+    /// [`undo_if_stale`](Self::undo_if_stale)).
     pub(super) fn hop(
         &self,
         from: usize,
         to: usize,
         at: Located,
         wait: Wait,
-        step: Option<u64>,
+        sweeping: Option<Sweeping<'_>>,
     ) -> Hopped {
         #[cfg(loom)]
         if self.canary == RegionCanary::ClearBeforeCopy {
@@ -302,15 +304,19 @@ impl Regions {
         let Located { tag, i1, i2 } = at;
         // Marked moving: a count of this tag reads again until the release.
         let stripe = a.stripe(i1, i2);
-        let _lock = match (wait, step) {
+        let step = sweeping.as_ref().map(|s| s.step);
+        let _lock = match (wait, sweeping) {
             // A sweep's: a holder stopped in the middle of a remove or a
             // hop of this pair (a plain insert's help included) must not
-            // hold up the step's end, so it waits a while, then leaves the
+            // hold up the step's end, so it waits as long as the sweep's
+            // patience allows (1 ms for all its hops), then leaves the
             // tag where it is, as when the new region has no room.
-            (Wait::Yes, Some(_)) => match StripeLock::acquire_moving_within(stripe, tag) {
-                Some(lock) => lock,
-                None => return Hopped::Held,
-            },
+            (Wait::Yes, Some(s)) => {
+                match StripeLock::acquire_moving_within(stripe, tag, s.patience) {
+                    Some(lock) => lock,
+                    None => return Hopped::Held,
+                }
+            }
             // An insert's follow of its own copy: waits.
             (Wait::Yes, None) => {
                 StripeLock::acquire_moving(stripe, tag).expect("regions are never sealed")

@@ -3,13 +3,15 @@
 //! help with.
 
 use super::{
-    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
+    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Sweeping, Wait, CHUNK, JOINING,
+    STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
 use crate::raw::pause;
+use crate::raw::stripe::Patience;
 use crate::sync::{fence, AtomicU32, AtomicUsize, Backoff, Ordering};
 
 /// The running step's sweep: its old buckets, in chunks.
@@ -92,6 +94,14 @@ enum Swept {
 
 impl Sweep {
     /// The regions the step began with: the ones it empties.
+    /// A hop of this sweep that may wait as `patience` allows.
+    fn sweeping<'p>(&self, patience: &'p mut Patience) -> Sweeping<'p> {
+        Sweeping {
+            step: self.step,
+            patience,
+        }
+    }
+
     pub(super) fn regions(&self) -> usize {
         self.regions
     }
@@ -475,8 +485,9 @@ impl Regions {
         let Located { tag: _, i1, i2 } = at;
         let pair = [i1, i2];
         let mut moved = false;
+        let mut patience = Patience::default();
         for b in pair {
-            match self.evict_bucket(sweep, r, b) {
+            match self.evict_bucket(sweep, r, b, &mut patience) {
                 Some(m) => moved |= m,
                 None => return moved,
             }
@@ -494,7 +505,7 @@ impl Regions {
                 if tag == 0 {
                     continue;
                 }
-                match self.evict_bucket(sweep, r, self.geo.alt(b, tag)) {
+                match self.evict_bucket(sweep, r, self.geo.alt(b, tag), &mut patience) {
                     Some(m) => moved |= m,
                     None => return moved,
                 }
@@ -506,7 +517,13 @@ impl Regions {
     /// Hops out of bucket `b` of old region `r` every tag whose slot moved
     /// on, for [`evict_moving`](Self::evict_moving): whether one moved, or
     /// `None` once `sweep`'s step is over.
-    fn evict_bucket(&self, sweep: &Sweep, r: usize, b: usize) -> Option<bool> {
+    fn evict_bucket(
+        &self,
+        sweep: &Sweep,
+        r: usize,
+        b: usize,
+        patience: &mut Patience,
+    ) -> Option<bool> {
         let mut moved = false;
         let word = self.bucket_word(r, b);
         for lane in 0..L21x3::LANES {
@@ -526,10 +543,10 @@ impl Regions {
             let hopped = if self.canary == RegionCanary::UnlockedEvict {
                 self.evict_unlocked(r, e.cur, at)
             } else {
-                self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step))
+                self.hop(r, e.cur, at, Wait::Yes, Some(sweep.sweeping(patience)))
             };
             #[cfg(not(loom))]
-            let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step));
+            let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.sweeping(patience)));
             match hopped {
                 Hopped::Moved => moved = true,
                 // Another hop took it, or the new region has no room (or
@@ -568,6 +585,7 @@ impl Regions {
         fence(Ordering::SeqCst);
         let m0 = self.geo.m0() as usize;
         let end = ((chunk + 1) * CHUNK).min(sweep.regions * m0);
+        let mut patience = Patience::default();
         for g in chunk * CHUNK + start..end {
             let (r, local) = (g / m0, g % m0);
             let word = self.bucket_word(r, local);
@@ -587,7 +605,7 @@ impl Regions {
                 pause::here(pause::Point::SweepChecked, at.into());
                 // Where the next sweeper starts if this one stops here.
                 let here = (g - chunk * CHUNK) / UNIT * UNIT;
-                let hopped = self.hop(r, e.cur, at, wait, Some(sweep.step));
+                let hopped = self.hop(r, e.cur, at, wait, Some(sweep.sweeping(&mut patience)));
                 #[cfg(loom)]
                 if hopped == Hopped::Held && self.canary == RegionCanary::HeldUnmarked {
                     continue;
