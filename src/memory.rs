@@ -178,12 +178,18 @@ mod std_words {
             {
                 let bytes = heap_layout(len)?.size();
                 if (super::RELEASABLE_MIN_BYTES..super::HUGE_PAGE_MIN_BYTES).contains(&bytes) {
-                    return super::linux::map_pages(bytes).map(|m| Words {
-                        ptr: m.words,
-                        len,
-                        huge_pages: m.huge_pages,
-                        backing: Backing::Mapped(Arc::new(m)),
-                    });
+                    // A refused mapping (out of mappings, `vm.max_map_count`,
+                    // with many grown filters in one process) falls back to
+                    // the heap: the table then stays resident once retired,
+                    // as before.
+                    if let Ok(m) = super::linux::map_pages(bytes) {
+                        return Ok(Words {
+                            ptr: m.words,
+                            len,
+                            huge_pages: m.huge_pages,
+                            backing: Backing::Mapped(Arc::new(m)),
+                        });
+                    }
                 }
             }
             Self::zeroed(len)
@@ -556,6 +562,27 @@ pub(crate) mod tests {
             "words start on a huge-page boundary"
         );
         check_zeroed_and_writable(&w);
+    }
+
+    /// Releasable words of 32 KiB or more are mapped on Linux: their
+    /// pages can be returned (and read as zero after); smaller ones, and
+    /// words not asked to be releasable, are heap memory.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn releasable_words_from_32_kib_can_give_their_pages_back() {
+        let len = RELEASABLE_MIN_BYTES / WORD + 5;
+        let w = Words::zeroed_releasable(len).unwrap();
+        assert_eq!(w.as_slice().len(), len);
+        check_zeroed_and_writable(&w);
+        let release = w.release_handle().expect("mapped");
+        release.run();
+        assert!(w.is_released());
+        assert!(w.as_slice().iter().all(|x| x.load(Ordering::Relaxed) == 0));
+        assert!(Words::zeroed_releasable(RELEASABLE_MIN_BYTES / WORD - 1)
+            .unwrap()
+            .release_handle()
+            .is_none());
+        assert!(Words::zeroed(len).unwrap().release_handle().is_none());
     }
 
     #[cfg(target_os = "linux")]
