@@ -344,22 +344,7 @@ mod linux {
     /// boundary is never touched, so it costs address space, not memory.
     pub(super) fn map_zeroed(bytes: usize) -> Result<Mapping, AllocError> {
         let len = bytes.checked_add(HUGE_PAGE).ok_or(AllocError { bytes })?;
-        // SAFETY: an anonymous private mapping at an address of the
-        // kernel's choice aliases no existing memory.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(AllocError { bytes });
-        }
-        let base = NonNull::new(raw.cast::<u8>()).ok_or(AllocError { bytes })?;
+        let base = map_anonymous(len).ok_or(AllocError { bytes })?;
         let skip = base.as_ptr().align_offset(HUGE_PAGE);
         // SAFETY: `skip < HUGE_PAGE`, so `base + skip .. + bytes` lies inside
         // the `bytes + HUGE_PAGE` mapping (and is not null).
@@ -383,13 +368,9 @@ mod linux {
         })
     }
 
-    /// `bytes` zeroed bytes on whole 4 KiB pages, asking nothing: a
-    /// releasable table too small for huge pages.
-    pub(super) fn map_pages(bytes: usize) -> Result<Mapping, AllocError> {
-        let page = page_size();
-        let len = bytes
-            .checked_next_multiple_of(page)
-            .ok_or(AllocError { bytes })?;
+    /// A fresh anonymous private mapping of `len` bytes (zeroed by the
+    /// kernel, page-aligned), or `None` if the kernel refuses it.
+    fn map_anonymous(len: usize) -> Option<NonNull<u8>> {
         // SAFETY: an anonymous private mapping at an address of the
         // kernel's choice aliases no existing memory.
         let raw = unsafe {
@@ -403,9 +384,19 @@ mod linux {
             )
         };
         if raw == libc::MAP_FAILED {
-            return Err(AllocError { bytes });
+            return None;
         }
-        let base = NonNull::new(raw.cast::<u8>()).ok_or(AllocError { bytes })?;
+        NonNull::new(raw.cast::<u8>())
+    }
+
+    /// `bytes` zeroed bytes on whole 4 KiB pages, asking nothing: a
+    /// releasable table too small for huge pages.
+    pub(super) fn map_pages(bytes: usize) -> Result<Mapping, AllocError> {
+        let page = page_size();
+        let len = bytes
+            .checked_next_multiple_of(page)
+            .ok_or(AllocError { bytes })?;
+        let base = map_anonymous(len).ok_or(AllocError { bytes })?;
         Ok(Mapping {
             base,
             len,

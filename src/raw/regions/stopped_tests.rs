@@ -35,19 +35,18 @@ fn has_room(r: &Regions, region: usize, at: Located) -> bool {
     free(at.i1) || free(at.i2)
 }
 
-#[test]
-fn a_plain_insert_with_room_never_waits_for_a_stopped_remove() {
-    let (r, keys) = stepping(60);
-    assert_eq!(r.regions(), 2);
-    // A key whose slot the step moves: the sweep must hop its tag from
-    // region 0, under the pair's stripe the stopped remove holds.
-    let victim = keys
-        .iter()
+/// A key of `keys` whose slot the running step moves from region 0 to 1.
+fn moving_key(r: &Regions, keys: &[u64]) -> u64 {
+    keys.iter()
         .copied()
         .find(|&h| r.entry(r.slot_of_hash(h).0) == Entry { cur: 1, prev: 0 })
-        .expect("the step moves some slot");
+        .expect("the step moves some slot")
+}
+
+/// A remove of `victim` stopped holding its pair's stripe in region 0.
+fn remove_stopped(r: &StdArc<Regions>, victim: u64) -> Frozen {
     let frozen = {
-        let r = StdArc::clone(&r);
+        let r = StdArc::clone(r);
         Frozen::at(Point::RemoveHeld, move || assert!(r.remove(victim)))
     };
     assert_eq!(
@@ -55,6 +54,17 @@ fn a_plain_insert_with_room_never_waits_for_a_stopped_remove() {
         r.slot_of_hash(victim).1.tag,
         "stopped holding the victim's stripe"
     );
+    frozen
+}
+
+#[test]
+fn a_plain_insert_with_room_never_waits_for_a_stopped_remove() {
+    let (r, keys) = stepping(60);
+    assert_eq!(r.regions(), 2);
+    // A key whose slot the step moves: the sweep must hop its tag from
+    // region 0, under the pair's stripe the stopped remove holds.
+    let victim = moving_key(&r, &keys);
+    let frozen = remove_stopped(&r, victim);
     // A fresh key of a slot that stays, with a free lane: its insert needs
     // no stripe, and its help of the sweep may not wait for one either.
     let fresh = (0..)
@@ -323,21 +333,9 @@ fn a_step_ends_though_a_helping_insert_stopped_mid_hop() {
 fn a_step_ends_though_a_remove_stopped_holding_an_old_pair() {
     let (r, keys) = stepping(60);
     assert_eq!(r.regions(), 2);
-    let victim = keys
-        .iter()
-        .copied()
-        .find(|&h| r.entry(r.slot_of_hash(h).0) == Entry { cur: 1, prev: 0 })
-        .expect("the step moves some slot");
+    let victim = moving_key(&r, &keys);
     let slot = r.slot_of_hash(victim).0;
-    let frozen = {
-        let r = StdArc::clone(&r);
-        Frozen::at(Point::RemoveHeld, move || assert!(r.remove(victim)))
-    };
-    assert_eq!(
-        frozen.at.tag,
-        r.slot_of_hash(victim).1.tag,
-        "stopped holding the victim's stripe in region 0"
-    );
+    let frozen = remove_stopped(&r, victim);
     let ended = {
         let r = StdArc::clone(&r);
         finishes(move || r.finish_step())
