@@ -114,6 +114,10 @@ pub enum RegionCanary {
     /// region without marking or splitting its slot: the step's end joins
     /// the slot, and the tag is in a region no lookup reads.
     UnsplitStaleInsert,
+    /// An insert's follow whose hop found the old pair's stripe held past
+    /// its patience returns without splitting the slot: its copy stays in
+    /// a region no lookup of the slot reads once the step ends.
+    FollowHeldUnsplit,
     /// A sweep's hop that found the source stripe held past its patience
     /// leaves the tag without marking its slot failed: the step's end
     /// joins the slot, and the tag is in a region no lookup reads.

@@ -25,7 +25,10 @@
 //! then gives up (`Hopped::Held`: the tag stays, its slot marked failed),
 //! so R3, R5, R8 and R10 also explore sweeps that leave a tag behind
 //! because a displacement, a remove or an insert's hop held its stripe;
-//! canary `HeldUnmarked` (no mark) fails R3 at execution 7.
+//! canary `HeldUnmarked` (no mark) fails R3 at execution 7. An insert's
+//! follow gives up the same way (R8: 382,151 executions, 374,733 when it
+//! waited); canary `FollowHeldUnsplit` (no split) fails R8 at execution
+//! 885.
 //!
 //! A canary's model stops at its first failing execution
 //! (`common::canary_model`): a canary only has to be shown failing, and
@@ -575,6 +578,18 @@ fn canary_unfollowed_insert_two_steps() {
     insert_vs_two_steps(
         "canary_unfollowed_insert_two_steps",
         RegionCanary::UnfollowedInsert,
+    );
+}
+
+/// R8 with a follow that, finding the old pair's stripe held (the other
+/// insert's hop), returns without splitting the slot: the step's end then
+/// hides that copy.
+#[test]
+#[should_panic(expected = "count 1 after both")]
+fn canary_follow_held_unsplit() {
+    two_inserts_vs_two_steps(
+        "canary_follow_held_unsplit",
+        RegionCanary::FollowHeldUnsplit,
     );
 }
 

@@ -89,8 +89,13 @@
 //!   a helping insert stopped while it holds an old pair's stripe holds
 //!   up no step's end (test
 //!   `a_step_ends_though_a_helping_insert_stopped_mid_hop`).
-//! * What may still wait for a stopped thread: an insert that raced a
-//!   step and follows its tag (`follow`), for its pair's stripe; and a
+//! * An insert that raced a step and follows its copy (`follow`) gives
+//!   up the same way after its own millisecond: the copy stays in the
+//!   old region and the slot is split (test
+//!   `a_follow_is_not_held_up_by_a_remove_stopped_on_its_old_pair`).
+//! * What may still wait for a stopped thread: a follow whose slot cannot
+//!   be split (it names two other regions already: an insert that ran
+//!   across two steps), for its pair's stripe; and a
 //!   waiting sweep's copy, which displaces in the new region and waits,
 //!   as any displacement does, for a stripe held there (by a remove, an
 //!   `insert_unique` or a displacement stopped in that region; a plain
@@ -145,7 +150,7 @@ use super::geometry::{Addressing, Geometry, Located};
 use super::ops;
 use super::slot_map::Pin;
 pub(crate) use super::slot_map::{slot_of, slots_for, Entry, SlotMap, JOINING, MAX_REGIONS};
-use super::stripe::{count_stands, Patience};
+use super::stripe::count_stands;
 use super::table::Table;
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -193,13 +198,6 @@ pub(crate) fn map_bytes(slots: usize) -> usize {
 
 // The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
 // share, here so that neither imports the other.
-
-/// A sweep's hop: the sweep's step, and what it may still wait for held
-/// stripes.
-pub(crate) struct Sweeping<'p> {
-    pub(crate) step: u64,
-    pub(crate) patience: &'p mut Patience,
-}
 
 /// What a hop did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{Entry, Hopped, NoStep, Refused, Regions, Sweeping, Wait, JOINING};
+use super::{Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -10,7 +10,7 @@ use crate::raw::cas::{put, take};
 use crate::raw::geometry::Located;
 use crate::raw::ops::{self, InsertFailure, Search};
 use crate::raw::pause;
-use crate::raw::stripe::StripeLock;
+use crate::raw::stripe::{Patience, StripeLock};
 use crate::sync::{fence, Backoff, Ordering};
 
 impl Regions {
@@ -149,7 +149,9 @@ impl Regions {
     /// (`Gone`) may return: every stale insert moves at most one copy out
     /// of the old pair, so if all left and this one moved none, the sweep
     /// moved one, and lookups find that one (docs/design.md, "An insert's
-    /// own hop that finds no copy left").
+    /// own hop that finds no copy left"). A hop that finds no room, or the
+    /// old pair's stripe held past its patience, leaves the copy and
+    /// splits the slot.
     #[cold]
     fn follow(
         &self,
@@ -158,14 +160,39 @@ impl Regions {
         mut region: usize,
         mut seen: u64,
     ) -> Result<(), Refused> {
+        // A holder of the old pair's stripe stopped for good holds up no
+        // follow: after its patience the hop leaves the copy where it is
+        // and splits the slot, as when the new region has no room. Only if
+        // the slot cannot be split (it names two other regions) does the
+        // follow wait, to move or give back its copy.
+        let mut patience = Patience::default();
+        let mut patient = true;
         loop {
             // Acquire: as in `contains`.
             let e = self.map.load(slot, Ordering::Acquire);
             if e.cur != region {
-                match self.hop(region, e.cur, at, Wait::Yes, None) {
+                let hopped = self.hop(
+                    region,
+                    e.cur,
+                    at,
+                    Wait::Yes,
+                    None,
+                    patient.then_some(&mut patience),
+                );
+                match hopped {
                     Hopped::Moved | Hopped::Gone => region = e.cur,
-                    Hopped::Busy | Hopped::Crowded | Hopped::Stale | Hopped::Held => {
-                        unreachable!("a follow's hop waits, and belongs to no sweep")
+                    Hopped::Busy | Hopped::Crowded | Hopped::Stale => {
+                        unreachable!("a follow's hop may wait, and belongs to no sweep")
+                    }
+                    Hopped::Held => {
+                        #[cfg(loom)]
+                        if self.canary == RegionCanary::FollowHeldUnsplit {
+                            return Ok(());
+                        }
+                        if !self.keep_split(slot, region) {
+                            patient = false;
+                            continue;
+                        }
                     }
                     Hopped::NoRoom => {
                         if !self.keep_split(slot, region) {
@@ -282,10 +309,10 @@ impl Regions {
     /// stripe only if it is free now and puts only into a free lane (no
     /// displacement): `Busy` or `Crowded` otherwise.
     ///
-    /// `sweeping` is the sweep hopping, if a sweep is: such a hop waits for
-    /// the source stripe only as long as the sweep's patience allows
-    /// (`Held`), and after its copy checks that no later step began, or
-    /// else takes the copy back (`Stale`, see
+    /// With [`Wait::Yes`] and a `patience`, waits for the source stripe
+    /// only as long as it allows (`Held`). `step` is the step of the sweep
+    /// hopping, if a sweep is: after its copy such a hop checks that no
+    /// later step began, or else takes the copy back (`Stale`, see
     /// [`undo_if_stale`](Self::undo_if_stale)).
     pub(super) fn hop(
         &self,
@@ -293,7 +320,8 @@ impl Regions {
         to: usize,
         at: Located,
         wait: Wait,
-        sweeping: Option<Sweeping<'_>>,
+        step: Option<u64>,
+        patience: Option<&mut Patience>,
     ) -> Hopped {
         #[cfg(loom)]
         if self.canary == RegionCanary::ClearBeforeCopy {
@@ -304,15 +332,14 @@ impl Regions {
         let Located { tag, i1, i2 } = at;
         // Marked moving: a count of this tag reads again until the release.
         let stripe = a.stripe(i1, i2);
-        let step = sweeping.as_ref().map(|s| s.step);
-        let _lock = match (wait, sweeping) {
+        let _lock = match (wait, patience) {
             // A sweep's: a holder stopped in the middle of a remove or a
             // hop of this pair (a plain insert's help included) must not
             // hold up the step's end, so it waits as long as the sweep's
             // patience allows (1 ms for all its hops), then leaves the
             // tag where it is, as when the new region has no room.
-            (Wait::Yes, Some(s)) => {
-                match StripeLock::acquire_moving_within(stripe, tag, s.patience) {
+            (Wait::Yes, Some(patience)) => {
+                match StripeLock::acquire_moving_within(stripe, tag, patience) {
                     Some(lock) => lock,
                     None => return Hopped::Held,
                 }

@@ -3,8 +3,7 @@
 //! help with.
 
 use super::{
-    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Sweeping, Wait, CHUNK, JOINING,
-    STEP_DIVISOR,
+    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -94,14 +93,6 @@ enum Swept {
 
 impl Sweep {
     /// The regions the step began with: the ones it empties.
-    /// A hop of this sweep that may wait as `patience` allows.
-    fn sweeping<'p>(&self, patience: &'p mut Patience) -> Sweeping<'p> {
-        Sweeping {
-            step: self.step,
-            patience,
-        }
-    }
-
     pub(super) fn regions(&self) -> usize {
         self.regions
     }
@@ -543,10 +534,10 @@ impl Regions {
             let hopped = if self.canary == RegionCanary::UnlockedEvict {
                 self.evict_unlocked(r, e.cur, at)
             } else {
-                self.hop(r, e.cur, at, Wait::Yes, Some(sweep.sweeping(patience)))
+                self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step), Some(patience))
             };
             #[cfg(not(loom))]
-            let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.sweeping(patience)));
+            let hopped = self.hop(r, e.cur, at, Wait::Yes, Some(sweep.step), Some(patience));
             match hopped {
                 Hopped::Moved => moved = true,
                 // Another hop took it, or the new region has no room (or
@@ -605,7 +596,7 @@ impl Regions {
                 pause::here(pause::Point::SweepChecked, at.into());
                 // Where the next sweeper starts if this one stops here.
                 let here = (g - chunk * CHUNK) / UNIT * UNIT;
-                let hopped = self.hop(r, e.cur, at, wait, Some(sweep.sweeping(&mut patience)));
+                let hopped = self.hop(r, e.cur, at, wait, Some(sweep.step), Some(&mut patience));
                 #[cfg(loom)]
                 if hopped == Hopped::Held && self.canary == RegionCanary::HeldUnmarked {
                     continue;

@@ -420,3 +420,57 @@ fn a_helping_insert_stopped_mid_hop_across_two_steps_strands_nothing() {
     assert_eq!(r.len(), keys.len() as i64);
     assert_eq!(r.occupied(), keys.len(), "a copy lost or duplicated");
 }
+
+/// An insert that raced a step follows its copy into the slot's new
+/// region, which takes the old pair's stripe. A remove stopped holding that
+/// stripe holds up neither the step's end nor the follow: after its
+/// patience the follow leaves the copy in the old region, the slot split,
+/// and returns; nothing is lost once the remove wakes.
+#[test]
+fn a_follow_is_not_held_up_by_a_remove_stopped_on_its_old_pair() {
+    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    // A key of a slot the first step moves to region 1.
+    let stale = (0..)
+        .map(|i| key(ABSENT, i))
+        .find(|&h| r.slot_of_hash(h).0 == r.map.slots() - 1)
+        .unwrap();
+    let slot = r.slot_of_hash(stale).0;
+    r.insert(stale).unwrap();
+    let (at_tx, at_rx) = channel();
+    let (go_tx, go_rx) = channel::<()>();
+    let inserter = {
+        let r = StdArc::clone(&r);
+        thread::spawn(move || {
+            pause::arm(Point::RegionInsertLoaded, move |at| {
+                at_tx.send(at).unwrap();
+                let _ = go_rx.recv_timeout(6 * MUST_FINISH);
+            });
+            r.insert(stale)
+        })
+    };
+    at_rx.recv_timeout(MUST_FINISH).unwrap();
+    // The remove holds the pair's stripe in region 0, where both the
+    // step's sweep and the stale insert's follow must take it.
+    let frozen = remove_stopped(&r, stale);
+    assert!(r.grow(), "a step begins");
+    let ended = {
+        let r = StdArc::clone(&r);
+        finishes(move || r.finish_step())
+    };
+    assert!(
+        ended.is_ok(),
+        "the step's end waited for the stopped remove"
+    );
+    assert_eq!(r.entry(slot), Entry { cur: 1, prev: 0 }, "left split");
+    go_tx.send(()).unwrap();
+    let inserted = finishes(move || inserter.join().unwrap());
+    assert_eq!(
+        inserted,
+        Ok(Ok(())),
+        "the follow waited for the stopped remove"
+    );
+    assert_eq!(r.count(stale), 2, "both copies readable");
+    frozen.thaw();
+    assert_eq!(r.count(stale), 1);
+    assert!(r.contains(stale), "false negative");
+}
