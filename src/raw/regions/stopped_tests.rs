@@ -5,7 +5,7 @@
 //! chunk owner stopped mid-chunk still ends, so inserts that need room
 //! complete too.
 
-use super::tests::{key, ABSENT, PRESENT};
+use super::tests::{first_moved_key, insert_stopped_after_loading, key, ABSENT, PRESENT};
 use super::*;
 use crate::raw::pause::stopped::{finishes, Frozen, MUST_FINISH};
 use crate::raw::pause::{self, At, Point};
@@ -429,26 +429,10 @@ fn a_helping_insert_stopped_mid_hop_across_two_steps_strands_nothing() {
 #[test]
 fn a_follow_is_not_held_up_by_a_remove_stopped_on_its_old_pair() {
     let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
-    // A key of a slot the first step moves to region 1.
-    let stale = (0..)
-        .map(|i| key(ABSENT, i))
-        .find(|&h| r.slot_of_hash(h).0 == r.map.slots() - 1)
-        .unwrap();
+    let stale = first_moved_key(&r);
     let slot = r.slot_of_hash(stale).0;
     r.insert(stale).unwrap();
-    let (at_tx, at_rx) = channel();
-    let (go_tx, go_rx) = channel::<()>();
-    let inserter = {
-        let r = StdArc::clone(&r);
-        thread::spawn(move || {
-            pause::arm(Point::RegionInsertLoaded, move |at| {
-                at_tx.send(at).unwrap();
-                let _ = go_rx.recv_timeout(6 * MUST_FINISH);
-            });
-            r.insert(stale)
-        })
-    };
-    at_rx.recv_timeout(MUST_FINISH).unwrap();
+    let (inserter, go_tx) = insert_stopped_after_loading(&r, stale);
     // The remove holds the pair's stripe in region 0, where both the
     // step's sweep and the stale insert's follow must take it.
     let frozen = remove_stopped(&r, stale);

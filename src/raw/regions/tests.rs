@@ -8,7 +8,7 @@ use super::*;
 use crate::raw::pause::{self, At, Point};
 use crate::raw::slot_map::MAX_SLOTS;
 use std::sync::atomic::AtomicUsize as StdUsize;
-use std::sync::mpsc::channel;
+use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc as StdArc;
 use std::thread;
 use std::time::Duration;
@@ -267,28 +267,44 @@ fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
 /// the old region after the step ended follows it; when its own hop finds
 /// no room it leaves the tag where it is and splits the slot, never drops
 /// it.
-#[test]
-fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
-    let r = StdArc::new(Regions::new(64, 16).unwrap());
-    // A key of a slot the first step moves to region 1.
-    let stale = (0..)
+/// A key of [`ABSENT`] whose slot the first step of `r` (one region)
+/// moves to region 1: the greedy plan takes region 0's last slot.
+pub(super) fn first_moved_key(r: &Regions) -> u64 {
+    (0..)
         .map(|i| key(ABSENT, i))
         .find(|&h| r.slot_of_hash(h).0 == r.map.slots() - 1)
-        .unwrap();
-    let (slot, _) = r.slot_of_hash(stale);
+        .unwrap()
+}
+
+/// An insert of `h` on its own thread, stopped once it has loaded its
+/// slot's entry (returned when it has): it goes on when the sender sends
+/// or is dropped.
+pub(super) fn insert_stopped_after_loading(
+    r: &StdArc<Regions>,
+    h: u64,
+) -> (thread::JoinHandle<Result<(), Refused>>, Sender<()>) {
     let (at_tx, at_rx) = channel();
     let (go_tx, go_rx) = channel::<()>();
     let inserter = {
-        let r = StdArc::clone(&r);
+        let r = StdArc::clone(r);
         thread::spawn(move || {
             pause::arm(Point::RegionInsertLoaded, move |at| {
                 at_tx.send(at).unwrap();
-                let _ = go_rx.recv_timeout(Duration::from_secs(30));
+                let _ = go_rx.recv_timeout(Duration::from_secs(60));
             });
-            r.insert(stale)
+            r.insert(h)
         })
     };
     at_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    (inserter, go_tx)
+}
+
+#[test]
+fn a_stale_insert_whose_hop_finds_no_room_splits_the_slot() {
+    let r = StdArc::new(Regions::new(64, 16).unwrap());
+    let stale = first_moved_key(&r);
+    let (slot, _) = r.slot_of_hash(stale);
+    let (inserter, go_tx) = insert_stopped_after_loading(&r, stale);
     // The whole step runs while the insert holds its old entry.
     assert!(r.grow());
     r.finish_step();
@@ -623,19 +639,7 @@ fn a_step_end_never_hides_a_stale_insert_that_split_its_slot() {
         .unwrap();
     drop(scratch);
     let k = key_in_slot(&r, moved, PRESENT);
-    let (loaded_tx, loaded_rx) = channel();
-    let (go_insert_tx, go_insert_rx) = channel::<()>();
-    let inserter = {
-        let r = StdArc::clone(&r);
-        thread::spawn(move || {
-            pause::arm(Point::RegionInsertLoaded, move |at| {
-                loaded_tx.send(at).unwrap();
-                let _ = go_insert_rx.recv_timeout(Duration::from_secs(60));
-            });
-            r.insert(k)
-        })
-    };
-    loaded_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let (inserter, go_insert_tx) = insert_stopped_after_loading(&r, k);
     assert!(r.grow(), "a step begins");
     assert_eq!(r.entry(moved), Entry { cur: 1, prev: 0 });
     fill_with_junk(&r, 1);
