@@ -71,6 +71,7 @@ impl Table {
     /// [`new`](Self::new)'s one per 64 would cost it 0.67 bits per key
     /// instead of 0.17), and `pin` for its displacements.
     pub(crate) fn for_region(geo: Geometry, pin: Pin) -> Result<Table, AllocError> {
+        debug_assert_eq!(geo.generation(), 0, "regions never double");
         let buckets =
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
         Self::with_stripes(geo, Self::region_stripes_for(buckets), Some(pin))
@@ -95,8 +96,9 @@ impl Table {
             usize::try_from(geo.buckets()).map_err(|_| AllocError { bytes: usize::MAX })?;
         // A doubled table (or one loaded at a later generation) can be
         // retired by the next doubling: its pages should be returnable
-        // then. A first table or a region stays on the heap.
-        let words = if geo.generation() > 0 && pin.is_none() {
+        // then. A first table stays on the heap, and so does a region
+        // (always generation 0, never retired).
+        let words = if geo.generation() > 0 {
             Words::zeroed_releasable(buckets)?
         } else {
             Words::zeroed(buckets)?

@@ -310,7 +310,8 @@ impl Regions {
     /// displacement): `Busy` or `Crowded` otherwise.
     ///
     /// With [`Wait::Yes`] and a `patience`, waits for the source stripe
-    /// only as long as it allows (`Held`). `step` is the step of the sweep
+    /// only as long as it allows (`Held`); [`Wait::No`] never waits, so it
+    /// leaves `patience` as it is. `step` is the step of the sweep
     /// hopping, if a sweep is: after its copy such a hop checks that no
     /// later step began, or else takes the copy back (`Stale`, see
     /// [`undo_if_stale`](Self::undo_if_stale)).
