@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_one_line_error, assert_state_holds_all, koel};
+use common::{assert_one_line_error, assert_state_holds_all, estimated_fp, koel, lost};
 use koel::{Filter, FilterKind, InsertError};
 use koel_cli::dedup::{self, Options};
 use koel_cli::filters::CliFilter;
@@ -66,22 +66,6 @@ fn assert_reference_order(got: &str, want: &[&str], tolerance: usize) {
         missing <= tolerance,
         "{missing} records lost, more than the {tolerance} false positives allowed"
     );
-}
-
-/// The summary's estimate of false-positive drops.
-fn estimated_fp(stderr: &str) -> f64 {
-    let line = stderr
-        .lines()
-        .find(|l| l.contains("estimated false-positive drops:"))
-        .unwrap_or_else(|| panic!("no estimate in {stderr}"));
-    line.split(':')
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
 }
 
 #[test]
@@ -409,20 +393,6 @@ fn distinct_with_repeats(tag: &str, n: u64) -> Vec<String> {
         }
     }
     lines
-}
-
-/// Records of `want` missing from `got` (which must be an in-order
-/// subsequence of `want`).
-fn lost(got: &str, want: &[&str]) -> usize {
-    let got: Vec<&str> = got.lines().collect();
-    let mut w = want.iter();
-    for g in &got {
-        assert!(
-            w.by_ref().any(|x| x == g),
-            "output record {g:?} is not in the reference, or out of order"
-        );
-    }
-    want.len() - got.len()
 }
 
 #[test]

@@ -9,6 +9,36 @@ pub fn koel() -> Command {
     Command::cargo_bin("koel").expect("the koel binary is built for tests")
 }
 
+/// The summary's estimate of false-positive drops.
+pub fn estimated_fp(stderr: &str) -> f64 {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("estimated false-positive drops:"))
+        .unwrap_or_else(|| panic!("no estimate in {stderr}"));
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Records of `want` missing from `got` (which must be an in-order
+/// subsequence of `want`).
+pub fn lost<W: AsRef<str>>(got: &str, want: &[W]) -> usize {
+    let got: Vec<&str> = got.lines().collect();
+    let mut w = want.iter();
+    for g in &got {
+        assert!(
+            w.by_ref().any(|x| x.as_ref() == *g),
+            "output record {g:?} is not in the reference, or out of order"
+        );
+    }
+    want.len() - got.len()
+}
+
 /// Runs `koel args` and asserts it failed the way bad input must: exit
 /// status 2, exactly one line on stderr starting with `koel: error:` and
 /// containing `needle`, and no panic.
