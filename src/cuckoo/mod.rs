@@ -710,6 +710,13 @@ impl CuckooFilter {
     /// began, and a remove that frees a slot in the key's own buckets lets
     /// it in at once.
     ///
+    /// With levels, new keys go to the newest level only, so a remove
+    /// frees room for them only if it takes a key from that level: at its
+    /// `max_memory`, a filter whose oldest keys (in its first table) are
+    /// removed stays full for new ones. A window of recent keys (remove the
+    /// oldest, add the newest) at the memory cap needs a filter sized for
+    /// the window from the start, which never adds a level.
+    ///
     /// # Errors
     ///
     /// Nothing is changed on any error.
