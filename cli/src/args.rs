@@ -46,19 +46,22 @@ pub struct SizeArgs {
     #[arg(long, value_parser = parse::count, allow_negative_numbers = true)]
     pub expected: Option<u64>,
     /// Target false-positive rate: 1.2e-4 or more uses 16-bit tags,
-    /// 2.5e-3 or more 12-bit tags [default: 16-bit tags].
+    /// 5e-3 or more 12-bit tags [default: 16-bit tags].
     #[arg(long, value_parser = parse::probability, allow_negative_numbers = true)]
     pub fpr: Option<f64>,
 }
 
 impl SizeArgs {
     /// Tag width for `--fpr`: 16 (FPR ~1.2e-4 at full load) unless 12 bits
-    /// (~2.4e-3) is good enough; 16 without `--fpr`; an error below what a
-    /// cuckoo filter reaches.
+    /// are good enough with room to grow: their first table is at 2.44e-3
+    /// full, and below 5e-3 that leaves the levels above too little to
+    /// take 10,000 times the expected keys (`--fpr 2.5e-3` chained four
+    /// filters from `--expected 1` and passed its bound); 16 without
+    /// `--fpr`; an error below what a cuckoo filter reaches.
     pub fn fingerprint_bits(&self) -> anyhow::Result<u32> {
         // `parse::probability` took `--fpr` above 0 and below 1.
         let Some(fpr) = self.fpr else { return Ok(16) };
-        if fpr >= 2.5e-3 {
+        if fpr >= 5e-3 {
             Ok(12)
         } else if fpr >= 1.2e-4 {
             Ok(16)
@@ -89,6 +92,8 @@ mod tests {
             .fingerprint_bits()
         };
         assert_eq!(bits(0.01).unwrap(), 12);
+        assert_eq!(bits(5e-3).unwrap(), 12);
+        assert_eq!(bits(2.5e-3).unwrap(), 16);
         assert_eq!(bits(1e-3).unwrap(), 16);
         for bad in [1e-6, 0.0, f64::NAN] {
             assert!(bits(bad).is_err(), "{bad}");

@@ -190,7 +190,9 @@ impl Filter for Chain {
     }
 
     fn false_positive_rate(&self) -> f64 {
-        self.snapshot().false_positive_rate
+        // The links' own rates (from their counts; a snapshot may scan).
+        let sum: f64 = self.links().map(|l| l.filter.false_positive_rate()).sum();
+        sum.min(1.0)
     }
 
     fn clear(&self) {

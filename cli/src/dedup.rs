@@ -15,7 +15,6 @@ use crate::human::{self, HumanBytes, HumanCount};
 use crate::input::{InputArgs, Inputs};
 use crate::{output, parse, progress, Outcome};
 use anyhow::Context;
-use koel::Filter;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -43,7 +42,7 @@ before any output is written unless writing or reading itself fails (a
 record too long for memory is found only when it is read).";
 
 const FPR_HELP: &str = "Bound on the false-positive rate (new records taken for \
-duplicates): 1.2e-4 or more uses 16-bit tags, 2.5e-3 or more 12-bit tags; the \
+duplicates): 1.2e-4 or more uses 16-bit tags, 5e-3 or more 12-bit tags; the \
 filter's growth keeps it [default: 16-bit tags, bound 1e-2]";
 
 const SEED_HELP: &str = "Hash seed, so that a run (and the records its false \
@@ -135,7 +134,6 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
         inputs.total_bytes(),
         "{spinner} dedup [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
     );
-    let fpr_before = filter.false_positive_rate();
     let start = Instant::now();
     let result = run(&filter, &mut inputs, &mut output, options, &|n| bar.inc(n));
     bar.finish_and_clear();
@@ -157,7 +155,7 @@ pub fn main(args: Args) -> anyhow::Result<Outcome> {
             .with_context(|| format!("cannot save --state {}", path.display()))?;
     }
     if !args.run.quiet {
-        summary(&filter, &totals, args.exact, secs, threads, fpr_before);
+        summary(&filter, &totals, args.exact, secs, threads);
     }
     Ok(Outcome::Success)
 }
@@ -201,13 +199,13 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize, fpr_before: f64) {
+fn summary(filter: &Chain, t: &Totals, exact: bool, secs: f64, threads: usize) {
     let snap = filter.snapshot();
     let (fpr, budget) = (snap.false_positive_rate, filter.budget);
     let dropped = t.records_in - t.records_out;
     // Each new key was wrongly taken for a duplicate with the FPR of the
-    // moment; the FPR grows about linearly with the load.
-    let fp_drops = t.new_keys as f64 * (fpr_before + fpr) / 2.0;
+    // moment, summed chunk by chunk.
+    let fp_drops = t.expected_false_positives;
     let mut s = format!(
         "koel dedup: {} records in ({}), {} out, {} duplicates dropped",
         HumanCount(t.records_in),

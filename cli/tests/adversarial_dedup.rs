@@ -99,7 +99,6 @@ fn lossy_dedup_from_expected_one_drops_at_most_its_bound() {
 /// for 135 to 155 drops). The tests of cli/tests/dedup.rs allow 4
 /// times the estimate, which hides it.
 #[test]
-#[ignore = "bug: after growth the summary estimates about half of the false-positive drops"]
 fn the_estimate_of_false_positive_drops_holds_after_growth() {
     let (input, firsts) = stream();
     let (got, stderr) = dedup(&input, &[]);
@@ -118,7 +117,6 @@ fn the_estimate_of_false_positive_drops_holds_after_growth() {
 /// estimated rate of 8.5e-3 (a warning says the bound was passed), while
 /// `--fpr 2.4e-3` (16-bit tags) stays within its bound on the same input.
 #[test]
-#[ignore = "bug: --fpr 2.5e-3 picks 12-bit tags, which cannot grow within it: chained, bound passed"]
 fn a_bound_of_2_5e_3_grows_within_it() {
     let (input, _) = stream();
     let (_, stderr) = dedup(&input, &["--fpr", "2.5e-3"]);

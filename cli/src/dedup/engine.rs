@@ -36,7 +36,7 @@ pub struct Options {
 }
 
 /// Counts of a finished run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Totals {
     pub bytes_in: u64,
     pub records_in: u64,
@@ -52,6 +52,11 @@ pub struct Totals {
     pub exact_keys: u64,
     pub exact_bytes: u64,
     pub false_positives_caught: u64,
+    /// New keys the filter is expected to have taken for duplicates: each
+    /// chunk's new keys times the filter's false-positive rate after it
+    /// (a grown filter reaches its final rate early, so the mean of the
+    /// first and last rates would say about half).
+    pub expected_false_positives: f64,
 }
 
 /// Buffers of finished chunks, reused for the next ones: allocating and
@@ -205,6 +210,7 @@ struct Verdict {
     keep: Vec<Vec<u64>>,
     missing_field: u64,
     new_keys: u64,
+    expected_false_positives: f64,
 }
 
 /// Chunks in flight per channel: enough to keep every thread busy.
@@ -425,6 +431,7 @@ fn work<F: CliFilter + ?Sized>(
             keep,
             missing_field,
             new_keys,
+            expected_false_positives: new_keys as f64 * filter.false_positive_rate(),
         };
         if verdicts.send(verdict).is_err() {
             break; // the writer stopped; it reports why
@@ -507,6 +514,7 @@ fn write(
             }
             w.missing_field += v.missing_field;
             w.new_keys += v.new_keys;
+            w.expected_false_positives += v.expected_false_positives;
         }
         // Contiguous kept records go out as one slice. Every worker sent
         // its verdict, so every piece was prepared.
