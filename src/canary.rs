@@ -118,6 +118,15 @@ pub enum RegionCanary {
     /// its patience returns without splitting the slot: its copy stays in
     /// a region no lookup of the slot reads once the step ends.
     FollowHeldUnsplit,
+    /// A step that doubles the map copies each entry with a plain load,
+    /// without freezing it: a stale insert's split of the old map made
+    /// after the copy is lost, and its tag is in a region no lookup reads.
+    UnfrozenDoubling,
+    /// An insert that raced a step follows its copy through the map it
+    /// started with, not the current one: after a step that doubled the
+    /// map it reads a frozen entry, does not see its slot move on, and
+    /// leaves its copy where no lookup reads once the step ends.
+    FollowOnOldMap,
     /// A sweep's hop that found the source stripe held past its patience
     /// leaves the tag without marking its slot failed: the step's end
     /// joins the slot, and the tag is in a region no lookup reads.

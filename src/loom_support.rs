@@ -21,7 +21,8 @@ impl RegionsModel {
     /// One region, room for `max_regions`.
     pub fn new(max_regions: usize, canary: RegionCanary) -> RegionsModel {
         RegionsModel(
-            Regions::with_canary(MIN_BUCKETS, max_regions, canary, false).expect("tiny level"),
+            Regions::with_canary(MIN_BUCKETS, max_regions, canary, false, None)
+                .expect("tiny level"),
         )
     }
 
@@ -30,8 +31,30 @@ impl RegionsModel {
     /// finds no room.
     pub fn with_full_new_regions(max_regions: usize, canary: RegionCanary) -> RegionsModel {
         RegionsModel(
-            Regions::with_canary(MIN_BUCKETS, max_regions, canary, true).expect("tiny level"),
+            Regions::with_canary(MIN_BUCKETS, max_regions, canary, true, None).expect("tiny level"),
         )
+    }
+
+    /// [`new`](Self::new) (or [`with_full_new_regions`](Self::with_full_new_regions) if `full`), but
+    /// with a first map of two slots, which a step to a third region
+    /// doubles: slot `s` of [`SLOTS`](Self::SLOTS) is `s / 2` before.
+    pub fn with_small_map(max_regions: usize, canary: RegionCanary, full: bool) -> RegionsModel {
+        RegionsModel(
+            Regions::with_canary(MIN_BUCKETS, max_regions, canary, full, Some(2))
+                .expect("tiny level"),
+        )
+    }
+
+    /// What a stale insert whose hop out of `region` found no room does:
+    /// keeps `region` named in hash `h`'s slot entry (`keep_split`);
+    /// `false` if the entry names two other regions.
+    pub fn keep_split(&self, h: u64, region: usize) -> bool {
+        self.0.keep_split_of(h, region)
+    }
+
+    /// Slots of the current map.
+    pub fn slots(&self) -> usize {
+        self.0.slots()
     }
 
     /// This level, but its inserts help no sweep before they put, nor

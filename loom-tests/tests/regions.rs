@@ -30,6 +30,13 @@
 //! waited); canary `FollowHeldUnsplit` (no split) fails R8 at execution
 //! 885.
 //!
+//! Models R11 and R12 start from a map of two slots, which the step to a
+//! third region doubles: an insert racing that step follows its copy
+//! through the new map (R11: 265 executions; canary `FollowOnOldMap`
+//! fails at execution 1), and a stale insert's split racing the doubling
+//! lands in the new map (R12: 93; canary `UnfrozenDoubling` fails at
+//! execution 1).
+//!
 //! A canary's model stops at its first failing execution
 //! (`common::canary_model`): a canary only has to be shown failing, and
 //! its whole search cost as much as its model's (`UncheckedJoin` 2.75M
@@ -599,4 +606,107 @@ fn two_inserts_of_one_key_during_two_steps() {
         "two_inserts_of_one_key_during_two_steps",
         RegionCanary::None,
     );
+}
+
+/// The slot (of four) the step that doubles the map moves from region 1
+/// to region 2, in a level whose first map has two slots: after the
+/// first step region 0 holds slot 0 and region 1 slot 1 of the small map;
+/// the doubling makes them 0, 1 and 2, 3, and the greedy plan takes the
+/// last slot of the fuller region with the higher index.
+const DOUBLED_MOVING: usize = 3;
+
+/// Model R11: an insert of a key whose slot moves in a step that doubles
+/// the map (a third region: its first map has two slots), racing that
+/// step. It may load the small map, put its tag into region 1 after the
+/// sweep passed, and must then follow it through the new map to region
+/// 2. Before any thread runs, a first step (no doubling) gives region 1
+/// the key's slot.
+fn insert_vs_doubling_step(name: &str, canary: RegionCanary) {
+    let y = key(DOUBLED_MOVING, |_, _| true);
+    run(name, canary, move || {
+        let level = Arc::new(RegionsModel::with_small_map(3, canary, false).inserts_not_helping());
+        step(&level);
+        ensure!(level.slots() == 2, "the first step doubled the map");
+        let inserter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.insert(y))
+        };
+        step(&level);
+        ensure!(inserter.join().unwrap(), "insert refused");
+        ensure!(level.slots() == 4, "the second step did not double the map");
+        ensure!(
+            level.entry(DOUBLED_MOVING) == (2, 2),
+            "the step left the slot at {:?}",
+            level.entry(DOUBLED_MOVING)
+        );
+        ensure!(
+            level.contains(y),
+            "false negative: y, inserted during a doubling step, is lost"
+        );
+        ensure!(
+            level.count(y) == 1,
+            "count {} after the step",
+            level.count(y)
+        );
+        Ok(())
+    });
+}
+
+/// Model R12: a stale insert keeping its slot split (`keep_split`: its
+/// hop out of region 0 found no room) while the next step's claimant
+/// doubles the map. Before any thread runs, a first step (no doubling)
+/// moved the key's slot to region 1 and ended. Whenever the split lands,
+/// in the old map before its entry is frozen (the copy carries it) or
+/// after (the writer goes on in the new map), the new map names region 0
+/// for the key's slot once both have returned, unless the split found
+/// the slot moving on to region 2 (two other regions: refused). (The
+/// rest of a stale insert across steps, its tag, the sweep and the
+/// marks, is R6's and R7's; a split entry in the new map is read as in
+/// the old.)
+fn split_vs_doubling(name: &str, canary: RegionCanary) {
+    let y = key(DOUBLED_MOVING, |_, _| true);
+    run(name, canary, move || {
+        let level = Arc::new(RegionsModel::with_small_map(3, canary, false).inserts_not_helping());
+        step(&level);
+        ensure!(
+            level.entry(1) == (1, 1),
+            "the first step left {:?}",
+            level.entry(1)
+        );
+        let splitter = {
+            let level = Arc::clone(&level);
+            thread::spawn(move || level.keep_split(y, 0))
+        };
+        ensure!(level.grow(), "no second step");
+        let kept = splitter.join().unwrap();
+        ensure!(level.slots() == 4, "the second step did not double the map");
+        let (cur, prev) = level.entry(DOUBLED_MOVING);
+        ensure!(
+            !kept || cur == 0 || prev == 0,
+            "the split was lost: the slot is ({cur}, {prev}) after the doubling"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn insert_during_a_doubling_step() {
+    insert_vs_doubling_step("insert_during_a_doubling_step", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "false negative")]
+fn canary_follow_on_old_map() {
+    insert_vs_doubling_step("canary_follow_on_old_map", RegionCanary::FollowOnOldMap);
+}
+
+#[test]
+fn a_split_during_a_doubling() {
+    split_vs_doubling("a_split_during_a_doubling", RegionCanary::None);
+}
+
+#[test]
+#[should_panic(expected = "the split was lost")]
+fn canary_unfrozen_doubling() {
+    split_vs_doubling("canary_unfrozen_doubling", RegionCanary::UnfrozenDoubling);
 }

@@ -9,12 +9,17 @@
 //!   append-only array that lives as long as the level. Nothing is
 //!   retired, so no operation needs an epoch pin or an announcement. All regions
 //!   share one geometry, so a key has the same tag and local pair in each.
-//! * **Map**: `2^10` to `2^14` `AtomicU32` entries (eight or more per
-//!   region the level may have, [`slots_for`]), `cur | prev << 16` (equal
-//!   outside a step; bit 31, [`JOINING`], only while a step's end joins
-//!   the slot, which lookups treat as split). A key's slot mixes its tag
-//!   and the lower bucket of its pair ([`slot_of`]), so a tag found in a
-//!   bucket names its slot alone.
+//! * **Map**: `AtomicU32` entries, `cur | prev << 16` (equal outside a
+//!   step; bit 31, [`JOINING`], only while a step's end joins the slot,
+//!   which lookups treat as split). A key's slot mixes its tag and the
+//!   lower bucket of its pair ([`slot_of`]), so a tag found in a bucket
+//!   names its slot alone. The first map has 64 slots; a step's claimant
+//!   doubles it to keep 32 slots per region ([`slots_wanted`]), up to
+//!   [`slots_for`] the most regions (`2^10` to `2^14`), freezing each old
+//!   entry ([`FROZEN`]) as it copies it to the entry's two halves
+//!   (`SlotMaps::double`). Replaced maps stay readable until the level
+//!   drops. Every operation reads the current map after the step counter:
+//!   a step's map, like its entries, is written before its bump.
 //! * **Step counter**: steps begun. Bumped once per step, after the step's
 //!   moved entries are written.
 //!
@@ -149,7 +154,10 @@ use super::counters::Counters;
 use super::geometry::{Addressing, Geometry, Located};
 use super::ops;
 use super::slot_map::Pin;
-pub(crate) use super::slot_map::{slot_of, slots_for, Entry, SlotMap, JOINING, MAX_REGIONS};
+pub(crate) use super::slot_map::{
+    bytes_for as map_bytes, first_slots, slot_of, slots_for, slots_wanted, Entry, SlotMap,
+    SlotMaps, FROZEN, JOINING, MAX_REGIONS,
+};
 use super::stripe::count_stands;
 use super::table::Table;
 #[cfg(loom)]
@@ -161,7 +169,6 @@ use std::sync::Arc;
 #[cfg(loom)]
 mod broken;
 mod copy;
-mod failed;
 mod insert;
 // Persistence only, which loom builds leave out.
 #[cfg(not(loom))]
@@ -172,7 +179,6 @@ mod stopped_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use failed::FailedSlots;
 #[cfg(not(loom))]
 pub(crate) use snapshot::{layout_flaw, PartsError, RegionsParts, RegionsView};
 use step::{Plan, Sweep};
@@ -189,12 +195,6 @@ pub(crate) const ADDRESSING: Addressing = Addressing::V3;
 const CHUNK: usize = 256;
 #[cfg(loom)]
 const CHUNK: usize = 2;
-
-/// Heap bytes of the map and failure marks of a level of `slots` slots
-/// (16.5 KiB for `2^12`, 66 KiB at most), whatever its size.
-pub(crate) fn map_bytes(slots: usize) -> usize {
-    slots * std::mem::size_of::<u32>() + FailedSlots::bytes_for(slots)
-}
 
 // The vocabulary the inserts (`insert.rs`) and the steps (`step.rs`)
 // share, here so that neither imports the other.
@@ -283,7 +283,8 @@ pub(crate) struct Regions {
     tables: Box<[AtomicPtr<Table>]>,
     /// Regions allocated.
     count: AtomicUsize,
-    map: Arc<SlotMap>,
+    /// The slot map (replaced by one twice its size as the regions grow).
+    maps: Arc<SlotMaps>,
     /// Steps begun.
     step: AtomicU64,
     /// 1 from a step's claim to its end.
@@ -296,9 +297,6 @@ pub(crate) struct Regions {
     #[allow(clippy::vec_box)]
     sweeps: Mutex<Vec<Box<Sweep>>>,
     plan: Mutex<Plan>,
-    /// The slots whose hops found no room in the running step: its end
-    /// leaves them split.
-    failed: FailedSlots,
     max_regions: usize,
     /// Bytes the level may hold (regions, map and marks): a step that
     /// cannot pay one region is refused before it allocates.
@@ -340,20 +338,33 @@ impl Regions {
         Self::build(
             m0,
             max_regions,
+            first_slots(max_regions),
             #[cfg(loom)]
             RegionCanary::None,
         )
     }
 
-    /// [`new`](Self::new) with a deliberately broken protocol.
+    /// [`new`](Self::new), but with a map that never grows: its first has
+    /// the most slots. For tests that follow one slot across steps.
+    #[cfg(test)]
+    pub(crate) fn with_fixed_map(m0: u64, max_regions: usize) -> Result<Regions, AllocError> {
+        Self::build(m0, max_regions, slots_for(max_regions))
+    }
+
+    /// [`new`](Self::new) with a deliberately broken protocol, and a
+    /// first map of `slots` slots if given (under loom a level's first
+    /// map has the most slots, so that only the models that ask for a
+    /// smaller one double it).
     #[cfg(loom)]
     pub(crate) fn with_canary(
         m0: u64,
         max_regions: usize,
         canary: RegionCanary,
         junk_new_regions: bool,
+        slots: Option<usize>,
     ) -> Result<Regions, AllocError> {
-        let mut r = Self::build(m0, max_regions, canary)?;
+        let slots = slots.unwrap_or(first_slots(max_regions));
+        let mut r = Self::build(m0, max_regions, slots, canary)?;
         r.junk_new_regions = junk_new_regions;
         Ok(r)
     }
@@ -400,23 +411,24 @@ impl Regions {
     fn build(
         m0: u64,
         max_regions: usize,
+        slots: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Result<Regions, AllocError> {
         let geo = Geometry::new(m0, 0, ADDRESSING);
-        let map = Arc::new(SlotMap::new(slots_for(max_regions)));
+        let maps = Arc::new(SlotMaps::new(SlotMap::new(slots)));
         let first = new_region(
             geo,
-            &map,
+            &maps,
             0,
             #[cfg(loom)]
             canary,
         )?;
         let plan = Plan {
-            slots: vec![(0..map.slots() as u16).collect()],
+            slots: vec![(0..slots as u16).collect()],
         };
         Ok(Self::assemble(
             geo,
-            map,
+            maps,
             vec![first],
             plan,
             max_regions,
@@ -425,18 +437,18 @@ impl Regions {
         ))
     }
 
-    /// A level of the regions `regions` (made with `map`, in index order),
-    /// whose slots `plan` assigns as `map` does, at step 0.
+    /// A level of the regions `regions` (made with `maps`, in index order),
+    /// whose slots `plan` assigns as the current map does, at step 0.
     fn assemble(
         geo: Geometry,
-        map: Arc<SlotMap>,
+        maps: Arc<SlotMaps>,
         regions: Vec<Table>,
         plan: Plan,
         max_regions: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Regions {
-        let slots = map.slots();
-        assert!((1..=slots).contains(&max_regions));
+        assert!((1..=slots_for(max_regions)).contains(&max_regions));
+        assert!(regions.len() <= maps.current().slots());
         assert!((1..=max_regions).contains(&regions.len()));
         let count = regions.len();
         let mut regions = regions.into_iter();
@@ -450,13 +462,12 @@ impl Regions {
             geo,
             tables,
             count: AtomicUsize::new(count),
-            map,
+            maps,
             step: AtomicU64::new(0),
             claim: AtomicUsize::new(0),
             sweep: AtomicPtr::new(std::ptr::null_mut()),
             sweeps: Mutex::new(Vec::new()),
             plan: Mutex::new(plan),
-            failed: FailedSlots::new(slots),
             max_regions,
             max_bytes: usize::MAX,
             counters: Counters::default(),
@@ -505,23 +516,43 @@ impl Regions {
         unsafe { &*p }
     }
 
-    /// Where hash `h` lives: its tag, its local pair and its slot.
+    /// Where hash `h` lives in every region: its tag and its local pair.
     #[inline(always)]
-    fn locate(&self, h: u64) -> (Located, usize) {
-        let at = self.geo.locate::<L21x3>(h);
-        (at, self.map.slot_of(at.tag, at.i1.min(at.i2)))
+    fn locate(&self, h: u64) -> Located {
+        self.geo.locate::<L21x3>(h)
+    }
+
+    /// The current map, the slot of `at` there and its entry.
+    ///
+    /// The map load and the entry load are both Acquire: the map pairs
+    /// with the Release store of a doubling (its entries copied before),
+    /// the entry with the Release entry writes (the regions they name
+    /// published before). A caller that loaded the step counter first and
+    /// sees it unmoved afterwards read a map and an entry at least as new
+    /// as that step's: a step's map and entries are written before its
+    /// bump.
+    #[inline(always)]
+    fn entry_of(&self, at: Located) -> (&SlotMap, usize, Entry) {
+        let map = self.maps.current();
+        let slot = map.slot_of(at.tag, at.i1.min(at.i2));
+        (map, slot, map.load(slot, Ordering::Acquire))
+    }
+
+    /// The current map (no step doubles it while it runs).
+    #[inline(always)]
+    pub(super) fn map(&self) -> &SlotMap {
+        self.maps.current()
     }
 
     /// Whether hash `h` may have been inserted.
     pub(crate) fn contains(&self, h: u64) -> bool {
-        let (at, slot) = self.locate(h);
+        let at = self.locate(h);
         loop {
             // Acquire: pairs with the bump (a SeqCst RMW), so a reader that
-            // sees a step's number sees that step's entries, written before.
+            // sees a step's number sees that step's map and entries,
+            // written before.
             let before = self.step.load(Ordering::Acquire);
-            // Acquire: pairs with the Release entry writes, so the regions
-            // they name are published.
-            let e = self.map.load(slot, Ordering::Acquire);
+            let (_, _, e) = self.entry_of(at);
             if e.is_split() && present(self.region(e.prev), at) {
                 return true;
             }
@@ -542,10 +573,10 @@ impl Regions {
     /// (the newest region, `cur`), for a lookup that reads it soon.
     #[inline]
     pub(crate) fn prefetch(&self, h: u64) {
-        let (at, slot) = self.locate(h);
-        // Acquire: as in `contains`, so the region the entry names is
-        // published (a prefetch needs its pointer).
-        let e = self.map.load(slot, Ordering::Acquire);
+        let at = self.locate(h);
+        // As in `contains`, so the region the entry names is published (a
+        // prefetch needs its pointer).
+        let (_, _, e) = self.entry_of(at);
         let t = self.region(e.cur);
         t.prefetch(at.i1);
         t.prefetch(at.i2);
@@ -554,12 +585,12 @@ impl Regions {
     /// Copies of hash `h`'s tag in its pair (a tag in flight between two
     /// regions is counted once).
     pub(crate) fn count(&self, h: u64) -> usize {
-        let (at, slot) = self.locate(h);
+        let at = self.locate(h);
         let mut backoff = Backoff::default();
         loop {
-            // Acquire, both: as in `contains`.
+            // Acquire, all: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
-            let e = self.map.load(slot, Ordering::Acquire);
+            let (_, _, e) = self.entry_of(at);
             let n = if e.is_split() {
                 #[cfg(loom)]
                 let count_two = |p: &Table, c: &Table, at| self.count_two_as_canary(p, c, at);
@@ -586,12 +617,12 @@ impl Regions {
         if self.canary == RegionCanary::RemoveCurFirst {
             return self.remove_cur_first(h);
         }
-        let (_, slot) = self.locate(h);
+        let at = self.locate(h);
         let hash_in = |t: &Table| ops::remove::<L21x3>(t, h, &self.counters);
         loop {
-            // Acquire, both: as in `contains`.
+            // Acquire, all: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
-            let e = self.map.load(slot, Ordering::Acquire);
+            let (_, _, e) = self.entry_of(at);
             // `prev` first, under its stripe: a hop holds it across its
             // copy and its clear, so the tag is seen on one side.
             if e.is_split() && hash_in(self.region(e.prev)).expect("regions are never sealed") {
@@ -629,9 +660,10 @@ impl Regions {
     /// Slots whose tags are in two regions outside a step (a statistic: 0
     /// while a step runs would not mean anything).
     pub(crate) fn split_slots(&self) -> usize {
-        (0..self.map.slots())
+        let map = self.map();
+        (0..map.slots())
             // Relaxed: a statistic.
-            .filter(|&s| self.map.load(s, Ordering::Relaxed).is_split())
+            .filter(|&s| map.load(s, Ordering::Relaxed).is_split())
             .count()
     }
 
@@ -658,9 +690,15 @@ impl Regions {
         (0..self.regions()).map(|r| self.region(r).bytes()).sum()
     }
 
-    /// Heap bytes of the map and the failure marks.
+    /// Heap bytes of the maps and their failure marks (the replaced maps
+    /// too: readers may still hold them).
     pub(crate) fn map_bytes(&self) -> usize {
-        map_bytes(self.map.slots())
+        self.maps.bytes()
+    }
+
+    /// Slots of the current map.
+    pub(crate) fn slots(&self) -> usize {
+        self.map().slots()
     }
 
     /// Occupied lanes over every region (a scan).
@@ -685,20 +723,20 @@ impl Regions {
         2.0 * self.occupied() as f64 / self.geo.m0() as f64 / L21x3::MAX_TAG as f64
     }
 
-    /// The entry of `slot` (tests).
+    /// The entry of `slot` of the current map (tests).
     // Tests and loom models.
     #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn entry(&self, slot: usize) -> Entry {
         // Relaxed: tests read it between operations.
-        self.map.load(slot, Ordering::Relaxed)
+        self.map().load(slot, Ordering::Relaxed)
     }
 
-    /// The slot and region of hash `h` (tests).
+    /// The slot (in the current map) and place of hash `h` (tests).
     // Tests only.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn slot_of_hash(&self, h: u64) -> (usize, Located) {
-        let (at, slot) = self.locate(h);
-        (slot, at)
+        let at = self.locate(h);
+        (self.entry_of(at).1, at)
     }
 
     /// The geometry every region shares.
@@ -712,15 +750,15 @@ impl Regions {
     }
 }
 
-/// Region `region`'s table, zeroed, pinned by `map`.
+/// Region `region`'s table, zeroed, pinned by `maps`.
 fn new_region(
     geo: Geometry,
-    map: &Arc<SlotMap>,
+    maps: &Arc<SlotMaps>,
     region: usize,
     #[cfg(loom)] canary: RegionCanary,
 ) -> Result<Table, AllocError> {
     let pin = Pin::new(
-        Arc::clone(map),
+        Arc::clone(maps),
         region,
         #[cfg(loom)]
         (canary == RegionCanary::Unpinned),

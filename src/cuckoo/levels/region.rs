@@ -8,7 +8,7 @@ use crate::cuckoo::Stats;
 use crate::error::InsertError;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::{MAX_M0, MIN_M0};
-use crate::raw::regions::{map_bytes, slots_for, Refused, Regions, MAX_REGIONS};
+use crate::raw::regions::{first_slots, map_bytes, Refused, Regions, MAX_REGIONS};
 use crate::raw::table::Table;
 
 /// The load a region level's regions reach before a step adds regions
@@ -99,9 +99,10 @@ pub(crate) fn first_region_bound() -> f64 {
 }
 
 /// Heap bytes of a new region level of `m0` buckets per region and at
-/// most `max_regions` regions: its first region, its map and its marks.
+/// most `max_regions` regions: its first region, its first map and its
+/// marks.
 pub(crate) fn first_bytes(m0: u64, max_regions: usize) -> usize {
-    Table::bytes_for_region(m0 as usize).saturating_add(map_bytes(slots_for(max_regions)))
+    Table::bytes_for_region(m0 as usize).saturating_add(map_bytes(first_slots(max_regions)))
 }
 
 impl RegionLevel {

@@ -13,7 +13,7 @@ use crate::persist::stream;
 use crate::raw::bucket::{L21x3, Layout};
 use crate::raw::geometry::Geometry;
 use crate::raw::regions::{layout_flaw, PartsError, Regions, RegionsParts, RegionsView};
-use crate::raw::slot_map::{valid_slots, MAX_REGIONS, MAX_SLOTS};
+use crate::raw::slot_map::{valid_saved_slots, MAX_REGIONS, MAX_SLOTS};
 use std::io::{self, Write};
 
 /// What a level of regions' header and payload length say of it.
@@ -46,7 +46,7 @@ pub(crate) fn slots_in(payload_len: u64, buckets: u64) -> Result<usize, LoadErro
     let block = payload_len.saturating_sub(8 * buckets);
     let slots = (block / 8).saturating_sub(4) * 4 / 3;
     match usize::try_from(slots) {
-        Ok(slots) if valid_slots(slots) && block_len(slots) == block => Ok(slots),
+        Ok(slots) if valid_saved_slots(slots) && block_len(slots) == block => Ok(slots),
         _ => Err(LoadError::PayloadLengthMismatch {
             stored: payload_len,
             // What a level with the largest map would have.

@@ -22,7 +22,7 @@ impl Regions {
             return;
         }
         let mut junk = (1..=L21x3::MAX_TAG).filter(|&tag| {
-            (0..t.buckets()).all(|b| self.map.slot_of(tag, b.min(self.geo.alt(b, tag))) == 0)
+            (0..t.buckets()).all(|b| self.map().slot_of(tag, b.min(self.geo.alt(b, tag))) == 0)
         });
         for b in 0..t.buckets() {
             let tags: Vec<u64> = junk.by_ref().take(3).collect();
@@ -64,11 +64,11 @@ impl Regions {
     /// hop that copies after the first look and clears before the second
     /// hides the tag from both.
     pub(super) fn remove_cur_first(&self, h: u64) -> bool {
-        let (_, slot) = self.locate(h);
+        let at = self.locate(h);
         let hash_in = |t: &Table| ops::remove::<L21x3>(t, h, &self.counters).unwrap();
         loop {
             let before = self.step.load(Ordering::Acquire);
-            let e = self.map.load(slot, Ordering::Acquire);
+            let (_, _, e) = self.entry_of(at);
             if hash_in(self.region(e.cur)) || (e.is_split() && hash_in(self.region(e.prev))) {
                 return true;
             }

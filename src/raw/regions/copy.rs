@@ -79,6 +79,7 @@ impl Regions {
                 self.geo.m0(),
                 self.max_regions,
                 frozen.regions,
+                self.slots(),
                 #[cfg(loom)]
                 self.canary,
             )?
@@ -93,10 +94,10 @@ impl Regions {
                     items += bucket::occupied::<L21x3>(w) as usize;
                 }
             }
-            debug_assert_eq!(copy.map.slots(), self.map.slots());
-            for slot in 0..self.map.slots() {
+            debug_assert_eq!(copy.slots(), self.slots());
+            for slot in 0..self.slots() {
                 // Relaxed: the copy is not shared yet.
-                copy.map
+                copy.map()
                     .at(slot)
                     .store(frozen.entry(slot), Ordering::Relaxed);
             }
@@ -121,24 +122,26 @@ impl Regions {
         })
     }
 
-    /// A level of `regions` zeroed regions of `m0` buckets (its map names
-    /// region 0 for every slot): for a copy or a loader to fill.
+    /// A level of `regions` zeroed regions of `m0` buckets and a map of
+    /// `slots` slots (naming region 0 for every slot): for a copy to fill.
     fn with_regions(
         m0: u64,
         max_regions: usize,
         regions: usize,
+        slots: usize,
         #[cfg(loom)] canary: RegionCanary,
     ) -> Result<Regions, AllocError> {
         let level = Regions::build(
             m0,
             max_regions,
+            slots,
             #[cfg(loom)]
             canary,
         )?;
         for r in 1..regions {
             let t = new_region(
                 level.geo,
-                &level.map,
+                &level.maps,
                 r,
                 #[cfg(loom)]
                 canary,
@@ -177,7 +180,7 @@ impl Frozen<'_> {
     pub(crate) fn entry(&self, slot: usize) -> u32 {
         // Relaxed: no step runs (the claim); a stale insert's split is an
         // insert racing the freeze.
-        self.level.map.at(slot).load(Ordering::Relaxed)
+        self.level.map().at(slot).load(Ordering::Relaxed)
     }
 
     /// Region `r`'s words.
@@ -190,6 +193,7 @@ impl Frozen<'_> {
 mod tests {
     use super::super::Regions;
     use crate::raw::regions::tests::key;
+    use crate::raw::slot_map::maps_bytes;
 
     fn keys(seed: u64) -> impl Iterator<Item = u64> {
         (0..).map(move |i| key(seed, i))
@@ -234,8 +238,10 @@ mod tests {
     #[test]
     fn a_step_the_byte_budget_cannot_pay_is_refused_and_loses_nothing() {
         let probe = Regions::new(64, 64).unwrap();
-        let (per, map) = (probe.region(0).bytes(), probe.map_bytes());
-        let r = Regions::new(64, 64).unwrap().with_max_bytes(map + 3 * per);
+        let per = probe.region(0).bytes();
+        // The maps of three regions and of four (the third doubles it).
+        let (map3, map4) = (maps_bytes(3, 64), maps_bytes(4, 64));
+        let r = Regions::new(64, 64).unwrap().with_max_bytes(map3 + 3 * per);
         let mut kept = Vec::new();
         let refusal = keys(9)
             .find_map(|k| match r.insert(k) {
@@ -249,10 +255,10 @@ mod tests {
         assert_eq!(
             refusal.1,
             super::super::Refused::Memory {
-                needed: map + 4 * per
+                needed: map4 + 4 * per
             }
         );
-        assert_eq!((r.regions(), r.bytes()), (3, map + 3 * per));
+        assert_eq!((r.regions(), r.bytes()), (3, map3 + 3 * per));
         assert_eq!(r.len(), kept.len() as i64);
         assert!(kept.iter().all(|&k| r.contains(k)));
         assert_eq!(r.count(refusal.0), usize::from(r.contains(refusal.0)));

@@ -2,7 +2,7 @@
 //! tag from an old region to its slot's new one (the sweep's and a stale
 //! insert's).
 
-use super::{Entry, Hopped, NoStep, Refused, Regions, Wait, JOINING};
+use super::{Entry, Hopped, NoStep, Refused, Regions, SlotMap, Wait, FROZEN, JOINING};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3};
@@ -29,14 +29,14 @@ impl Regions {
     /// load sees the bump; then the insert follows its tag to its slot's
     /// new region ([`follow`](Self::follow)) before it returns.
     pub(crate) fn insert(&self, h: u64) -> Result<(), Refused> {
-        let (at, slot) = self.locate(h);
+        let at = self.locate(h);
         let mut backoff = Backoff::default();
         // The step counter at a refused step, if one was refused.
         let mut refused = None;
         loop {
-            // Acquire, both: as in `contains`.
+            // Acquire, all: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
-            let e = self.map.load(slot, Ordering::Acquire);
+            let (map, _, e) = self.entry_of(at);
             let region = self.region(e.cur);
             // The switch first: a model whose inserts help no sweep must
             // not load the sweep either (a load that races the step's
@@ -106,7 +106,7 @@ impl Regions {
             if self.canary == RegionCanary::UnfollowedInsert {
                 return Ok(());
             }
-            return self.follow(at, slot, e.cur, now);
+            return self.follow(at, e.cur, now, map);
         }
     }
 
@@ -152,13 +152,17 @@ impl Regions {
     /// own hop that finds no copy left"). A hop that finds no room, or the
     /// old pair's stripe held past its patience, leaves the copy and
     /// splits the slot.
+    ///
+    /// Each round reads the current map: the step it follows may have
+    /// doubled it (`first` is the map the insert put by, which only the
+    /// `FollowOnOldMap` canary reads again).
     #[cold]
     fn follow(
         &self,
         at: Located,
-        slot: usize,
         mut region: usize,
         mut seen: u64,
+        #[cfg_attr(not(loom), allow(unused_variables))] first: &SlotMap,
     ) -> Result<(), Refused> {
         // A holder of the old pair's stripe stopped for good holds up no
         // follow: after its patience the hop leaves the copy where it is
@@ -168,8 +172,15 @@ impl Regions {
         let mut patience = Patience::default();
         let mut patient = true;
         loop {
-            // Acquire: as in `contains`.
-            let e = self.map.load(slot, Ordering::Acquire);
+            // Acquire, both: as in `contains`.
+            let (_, slot, e) = self.entry_of(at);
+            #[cfg(loom)]
+            let (slot, e) = if self.canary == RegionCanary::FollowOnOldMap {
+                let slot = first.slot_of(at.tag, at.i1.min(at.i2));
+                (slot, first.load(slot, Ordering::Acquire))
+            } else {
+                (slot, e)
+            };
             if e.cur != region {
                 let hopped = self.hop(
                     region,
@@ -189,13 +200,13 @@ impl Regions {
                         if self.canary == RegionCanary::FollowHeldUnsplit {
                             return Ok(());
                         }
-                        if !self.keep_split(slot, region) {
+                        if !self.keep_split(at, region) {
                             patient = false;
                             continue;
                         }
                     }
                     Hopped::NoRoom => {
-                        if !self.keep_split(slot, region) {
+                        if !self.keep_split(at, region) {
                             // Its slot has another split region already:
                             // give the copy back and refuse (rare: a third
                             // region, only for an insert that ran across
@@ -230,64 +241,89 @@ impl Regions {
         }
     }
 
-    /// Keeps `region` readable for `slot` after a hop out of it found no
-    /// room: marks the slot failed for the running step, then
-    /// makes sure its entry names `region` (as `cur` or `prev`). `false` if
-    /// the entry already names two other regions.
+    /// Keeps `region` readable for `at`'s slot after a hop out of it found
+    /// no room: marks the slot failed for the running step, then makes
+    /// sure its entry names `region` (as `cur` or `prev`). `false` if the
+    /// entry already names two other regions.
     ///
     /// The mark and the entry load are a Dekker pair with `end_step`'s
     /// entry CAS and mark load: either the step's end sees the mark and
     /// keeps the slot split, or this load sees the entry joined and splits
     /// it again.
-    fn keep_split(&self, slot: usize, region: usize) -> bool {
+    ///
+    /// If the entry is [`FROZEN`] (the next step's claimant is doubling
+    /// the map), it goes on in the next map: the doubling's copy of the
+    /// entry came before any change this could still make to it.
+    fn keep_split(&self, at: Located, region: usize) -> bool {
         #[cfg(loom)]
         if self.canary == RegionCanary::UnsplitStaleInsert {
             return true;
         }
-        // Relaxed: the fence below orders it.
-        self.failed.mark(slot);
-        // SeqCst: pairs with the fence in `end_step` between its joining
-        // CAS and its load of the mark. If this fence comes first in their
-        // total order, that load sees the mark; otherwise the load below
-        // sees the joined entry.
-        fence(Ordering::SeqCst);
-        let entry = self.map.at(slot);
-        // Relaxed: ordered by the fence above (and by coherence for the
-        // CAS below, which fails on a stale value).
-        let mut v = entry.load(Ordering::Relaxed);
-        loop {
-            let e = Entry::unpack(v);
-            if e.prev == region && e.cur != region && v & JOINING != 0 {
-                // The step's end is joining the slot: clear its mark so the
-                // join fails and the slot stays split. Release: as below.
-                match entry.compare_exchange(v, v & !JOINING, Ordering::Release, Ordering::Relaxed)
-                {
-                    Ok(_) => return true,
-                    Err(seen) => {
-                        v = seen;
-                        continue;
+        let mut map = self.map();
+        'maps: loop {
+            let slot = map.slot_of(at.tag, at.i1.min(at.i2));
+            // Relaxed: the fence below orders it.
+            map.failed.mark(slot);
+            // SeqCst: pairs with the fence in `end_step` between its joining
+            // CAS and its load of the mark. If this fence comes first in their
+            // total order, that load sees the mark; otherwise the load below
+            // sees the joined entry.
+            fence(Ordering::SeqCst);
+            let entry = map.at(slot);
+            // Relaxed: ordered by the fence above (and by coherence for the
+            // CAS below, which fails on a stale value).
+            let mut v = entry.load(Ordering::Relaxed);
+            loop {
+                if v & FROZEN != 0 {
+                    map = map.successor(slot, v);
+                    continue 'maps;
+                }
+                let e = Entry::unpack(v);
+                if e.prev == region && e.cur != region && v & JOINING != 0 {
+                    // The step's end is joining the slot: clear its mark so
+                    // the join fails and the slot stays split. Release: as
+                    // below.
+                    match entry.compare_exchange(
+                        v,
+                        v & !JOINING,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return true,
+                        Err(seen) => {
+                            v = seen;
+                            continue;
+                        }
                     }
                 }
-            }
-            if e.cur == region || e.prev == region {
-                return true;
-            }
-            if e.is_split() {
-                return false;
-            }
-            let split = Entry {
-                cur: e.cur,
-                prev: region,
-            };
-            // Release: pairs with readers' Acquire entry loads (the entry
-            // names regions published long before; Release keeps the
-            // rule that entries are published). Relaxed on failure: the
-            // value seen only feeds the next try.
-            match entry.compare_exchange(v, split.pack(), Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(seen) => v = seen,
+                if e.cur == region || e.prev == region {
+                    return true;
+                }
+                if e.is_split() {
+                    return false;
+                }
+                let split = Entry {
+                    cur: e.cur,
+                    prev: region,
+                };
+                // Release: pairs with readers' Acquire entry loads (the
+                // entry names regions published long before; Release keeps
+                // the rule that entries are published). Relaxed on failure:
+                // the value seen only feeds the next try (a doubling's
+                // freeze included: `successor` fences).
+                match entry.compare_exchange(v, split.pack(), Ordering::Release, Ordering::Relaxed)
+                {
+                    Ok(_) => return true,
+                    Err(seen) => v = seen,
+                }
             }
         }
+    }
+
+    /// [`keep_split`](Self::keep_split) for hash `h` (loom models).
+    #[cfg(loom)]
+    pub(crate) fn keep_split_of(&self, h: u64, region: usize) -> bool {
+        self.keep_split(self.locate(h), region)
     }
 
     /// Takes one copy of `at`'s tag from `region` (an insert giving back

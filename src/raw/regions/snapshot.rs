@@ -40,12 +40,15 @@
 //! to newer regions, and tags go only to a `cur`), and a sweep would hop
 //! it backwards, against the lock order: the loader refuses it.
 
-use super::{new_region, slot_of, Entry, Plan, Regions, SlotMap, ADDRESSING, JOINING};
+use super::{
+    first_slots, new_region, slot_of, slots_for, slots_wanted, Entry, Plan, Regions, SlotMap,
+    SlotMaps, ADDRESSING, JOINING,
+};
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::{Geometry, GeometryError};
-use crate::raw::slot_map::valid_slots;
+use crate::raw::slot_map::valid_saved_slots;
 use crate::raw::table::Table;
 use crate::sync::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,7 +65,9 @@ pub(crate) struct RegionsParts {
     pub(crate) max_regions: usize,
     /// Steps begun (a statistic; each added at least one region).
     pub(crate) steps: u64,
-    /// The map: `cur | prev << 16` per slot, `2^10` to `2^14` of them.
+    /// The map: `cur | prev << 16` per slot, `2^10` to `2^14` of them (a
+    /// level whose map is smaller saves the one it stands for, of
+    /// [`slots_for`] its most regions: see [`RegionsParts::expanded`]).
     pub(crate) entries: Vec<u32>,
     /// Every slot once, grouped by its `cur` region in region order: the
     /// order in which the next step's plan considers them, so that a
@@ -79,7 +84,8 @@ pub(crate) enum PartsError {
     M0(u64),
     /// Not `1 <= regions <= max_regions <= slots`.
     Regions { regions: usize, max_regions: usize },
-    /// Not a map's size (see `valid_slots`), or the order is not as long.
+    /// Not a saved map's size (see `valid_saved_slots`), or the order is
+    /// not as long.
     Slots { slots: usize, order: usize },
     /// More steps than regions added (each step adds at least one).
     Steps { steps: u64, regions: usize },
@@ -117,7 +123,7 @@ impl RegionsParts {
                 GeometryError::Generation(_) => PartsError::M0(self.m0),
             })?;
         let slots = self.entries.len();
-        if !valid_slots(slots) || self.order.len() != slots {
+        if !valid_saved_slots(slots) || self.order.len() != slots {
             return Err(PartsError::Slots {
                 slots,
                 order: self.order.len(),
@@ -168,6 +174,43 @@ impl RegionsParts {
             last = cur;
         }
         Ok(geo)
+    }
+
+    /// These parts with a map of `slots` slots (at least as many as it
+    /// has): each slot's entry copied to the slots it stands for there
+    /// (a larger map's slots of one hash, [`slot_of`]), in the order.
+    fn expanded(mut self, slots: usize) -> RegionsParts {
+        let have = self.entries.len();
+        if slots > have {
+            let f = slots / have;
+            self.entries = (0..slots).map(|s| self.entries[s / f]).collect();
+            self.order = self
+                .order
+                .iter()
+                .flat_map(|&s| (0..f as u16).map(move |i| s * f as u16 + i))
+                .collect();
+        }
+        self
+    }
+
+    /// These parts with their map halved as long as the level wants fewer
+    /// slots ([`slots_wanted`]) and the map can be: every pair of slots
+    /// `2s`, `2s + 1` has one entry and comes together in the order. So a
+    /// level that saved a small map as a larger one loads with the small
+    /// one again.
+    fn shrunk(mut self) -> RegionsParts {
+        let want = slots_wanted(self.regions, self.max_regions).max(first_slots(self.max_regions));
+        while self.entries.len() > want
+            && self.entries.chunks_exact(2).all(|p| p[0] == p[1])
+            && self
+                .order
+                .chunks_exact(2)
+                .all(|p| p[0] % 2 == 0 && p[1] == p[0] + 1)
+        {
+            self.entries = self.entries.iter().step_by(2).copied().collect();
+            self.order = self.order.iter().step_by(2).map(|&s| s / 2).collect();
+        }
+        self
     }
 
     /// The plan these parts describe: per region, its slots in order.
@@ -282,7 +325,7 @@ impl Regions {
             // No step runs, so each value is final but for a stale insert's
             // split, which may or may not be seen (its tag then lies behind
             // its slot's `cur`, which a loader accepts).
-            let raw: Vec<u32> = (0..self.map.slots()).map(|s| frozen.entry(s)).collect();
+            let raw: Vec<u32> = (0..self.slots()).map(|s| frozen.entry(s)).collect();
             let joining = raw.iter().filter(|&&v| v & JOINING != 0).count();
             debug_assert_eq!(joining, 0, "no entry joins under the claim");
             let entries = raw.into_iter().map(|v| v & !JOINING).collect();
@@ -299,7 +342,8 @@ impl Regions {
                     steps: self.steps(),
                     entries,
                     order,
-                },
+                }
+                .expanded(slots_for(self.max_regions)),
                 tables,
                 len: self.len(),
                 joining,
@@ -320,14 +364,16 @@ impl Regions {
         mut fill: impl FnMut(&mut [u8]) -> std::io::Result<()>,
     ) -> Result<Regions, PartsError> {
         let geo = parts.check()?;
+        let parts = &parts.clone().shrunk();
         let m0 = geo.m0() as usize;
         // The entries before the regions: each region's pin reads them.
-        let map = Arc::new(SlotMap::new(parts.entries.len()));
+        let map = SlotMap::new(parts.entries.len());
         for (slot, &entry) in parts.entries.iter().enumerate() {
             // Relaxed: nothing else can see the level yet; whoever gets it
             // gets it through a Release publication.
             map.at(slot).store(entry, Ordering::Relaxed);
         }
+        let map = Arc::new(SlotMaps::new(map));
         let mut tables = Vec::with_capacity(parts.regions);
         let mut counted = 0u64;
         for r in 0..parts.regions {

@@ -3,7 +3,8 @@
 //! help with.
 
 use super::{
-    new_region, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING, STEP_DIVISOR,
+    map_bytes, new_region, slots_wanted, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK,
+    JOINING, STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
@@ -209,14 +210,17 @@ impl Regions {
             // The byte budget, checked before anything is allocated: the
             // step shrinks to what it can pay, and is refused if that is
             // not even one region.
+            // The maps the step may add count too (at most the bytes of
+            // the one the whole step wants).
             let per = self.region(0).bytes();
             let held = self.bytes();
-            let affordable = self.max_bytes.saturating_sub(held) / per;
+            let maps = self.map_growth_bytes(old + k);
+            let affordable = self.max_bytes.saturating_sub(held).saturating_sub(maps) / per;
             if affordable == 0 {
                 // Release: as in `end_step`.
                 self.claim.store(0, Ordering::Release);
                 return Err(NoStep::Memory {
-                    needed: held.saturating_add(per),
+                    needed: held.saturating_add(per).saturating_add(maps),
                 });
             }
             k = k.min(affordable);
@@ -226,7 +230,7 @@ impl Regions {
         for r in old..old + k {
             let made = new_region(
                 self.geo,
-                &self.map,
+                &self.maps,
                 r,
                 #[cfg(loom)]
                 self.canary,
@@ -252,12 +256,13 @@ impl Regions {
             });
         }
         // The last step's failures were read by its end.
-        self.failed.clear();
+        self.map().failed.clear();
+        let k = added.len();
+        self.grow_map(old + k);
         // Pins on once the step is sure to run, before its regions and
         // entries are published (`end_step` turns them off): a refused
         // step never leaves them on (review, 2026-12-07).
-        self.map.set_pinning(true);
-        let k = added.len();
+        self.maps.set_pinning(true);
         for (r, t) in (old..).zip(added) {
             // Release: pairs with the Acquire load in `region`.
             self.tables[r].store(Box::into_raw(Box::new(t)), Ordering::Release);
@@ -267,12 +272,46 @@ impl Regions {
         Ok(old)
     }
 
+    /// Bytes of the maps that doubling the current one until a level of
+    /// `regions` regions wants no more would add.
+    fn map_growth_bytes(&self, regions: usize) -> usize {
+        let want = slots_wanted(regions, self.max_regions);
+        let mut slots = self.map().slots();
+        let mut bytes = 0;
+        while slots < want {
+            slots *= 2;
+            bytes += map_bytes(slots);
+        }
+        bytes
+    }
+
+    /// Doubles the map (the claimant's, before its step's pins, regions
+    /// and entries) until a level of `regions` regions wants no more, and
+    /// the plan with it: slot `s` becomes `2s` and `2s + 1`.
+    fn grow_map(&self, regions: usize) {
+        let want = slots_wanted(regions, self.max_regions);
+        if self.map().slots() >= want {
+            return;
+        }
+        let mut plan = self.plan.lock().expect("no step panics holding the plan");
+        while self.map().slots() < want {
+            self.maps.double(
+                #[cfg(loom)]
+                (self.canary == crate::canary::RegionCanary::UnfrozenDoubling),
+            );
+            for slots in plan.slots.iter_mut() {
+                *slots = slots.iter().flat_map(|&s| [2 * s, 2 * s + 1]).collect();
+            }
+        }
+    }
+
     /// Assigns slots to the regions added after the `old` ones and writes
     /// their entries `new | old << 16`.
     pub(super) fn move_slots(&self, old: usize) {
         let mut plan = self.plan.lock().expect("no step panics holding the plan");
         plan.slots.resize_with(self.regions(), Vec::new);
-        for (slot, from, to) in assign(&mut plan.slots, old, &self.map) {
+        let map = self.map();
+        for (slot, from, to) in assign(&mut plan.slots, old, map) {
             let joined = Entry::whole(from).pack();
             let moving = Entry {
                 cur: to,
@@ -283,8 +322,7 @@ impl Regions {
             // meanwhile (`keep_split`), and then it stays where it is.
             // Release: pairs with readers' Acquire entry loads, which then
             // see the new region published.
-            if self
-                .map
+            if map
                 .at(slot)
                 .compare_exchange(joined, moving, Ordering::Release, Ordering::Relaxed)
                 .is_err()
@@ -440,15 +478,16 @@ impl Regions {
         if tag == 0 {
             return None;
         }
-        let alt = self.geo.alt(b, tag);
-        let slot = self.map.slot_of(tag, b.min(alt));
-        // Acquire: as in `contains`.
-        let e = self.map.load(slot, Ordering::Acquire);
         let at = Located {
             tag,
             i1: b,
-            i2: alt,
+            i2: self.geo.alt(b, tag),
         };
+        // Acquire, both: as in `contains`. (The map is the step's: none
+        // doubles it while the step runs. A sweeper that outlived its step
+        // may read a later one; its hops are undone, its marks only keep a
+        // slot split one step longer.)
+        let (_, slot, e) = self.entry_of(at);
         (e.cur != r).then_some((at, e, slot))
     }
 
@@ -616,7 +655,7 @@ impl Regions {
                             // `end_step`; if another does, that thread swept
                             // every bucket of the chunk and met this tag
                             // itself (module docs, "Progress").
-                            self.failed.mark(slot);
+                            self.map().failed.mark(slot);
                         }
                     }
                 }
@@ -628,14 +667,16 @@ impl Regions {
     /// Ends the running step, whose chunks are all swept: joins every
     /// split slot whose hops all found room in this step, drops the claim.
     fn end_step(&self) {
-        for slot in 0..self.map.slots() {
-            let entry = self.map.at(slot);
+        // The step's map: only the next claimant doubles it.
+        let map = self.map();
+        for slot in 0..map.slots() {
+            let entry = map.at(slot);
             // Acquire: as in `contains` (this thread writes nothing it read).
             let v = entry.load(Ordering::Acquire);
             let e = Entry::unpack(v);
             // Relaxed: the sweep's marks are ordered by `done`; a stale
             // insert's by the fences below.
-            if !e.is_split() || self.failed.marked(slot) {
+            if !e.is_split() || map.failed.marked(slot) {
                 continue;
             }
             let joined = Entry::whole(e.cur).pack();
@@ -678,7 +719,7 @@ impl Regions {
             // load of the entry sees the joining mark and clears it.
             fence(Ordering::SeqCst);
             // Relaxed: ordered by the fence.
-            let keep = self.failed.marked(slot);
+            let keep = map.failed.marked(slot);
             // Release: pairs with readers' Acquire entry loads, so a reader
             // of an entry naming `cur` alone sees every hop of this step
             // (ordered before this thread by `done`'s AcqRel). Either CAS
@@ -694,7 +735,7 @@ impl Regions {
         // Relaxed: the claim's Release below publishes it to the next
         // claimant; helpers see null or a swept-out sweep either way.
         self.sweep.store(std::ptr::null_mut(), Ordering::Relaxed);
-        self.map.set_pinning(false);
+        self.maps.set_pinning(false);
         // Release: pairs with the Acquire claim in `claim_step`.
         self.claim.store(0, Ordering::Release);
     }

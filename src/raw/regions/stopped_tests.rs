@@ -16,7 +16,7 @@ use std::thread;
 /// Keys `0..n` of [`PRESENT`] in a level of 64-bucket regions (one sweep
 /// chunk per region), then a step begun and not swept.
 fn stepping(n: u64) -> (StdArc<Regions>, Vec<u64>) {
-    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    let r = StdArc::new(Regions::with_fixed_map(64, MAX_REGIONS).unwrap());
     let keys: Vec<u64> = (0..n).map(|i| key(PRESENT, i)).collect();
     for &h in &keys {
         r.insert(h).unwrap();
@@ -151,7 +151,7 @@ fn a_step_ends_though_a_chunk_owner_stopped_mid_chunk() {
 /// (Filling and the step's plan are deterministic, so a level filled
 /// the same way hops the same tag first.)
 fn first_hop(keys: &[u64]) -> At {
-    let probe = Regions::new(64, MAX_REGIONS).unwrap();
+    let probe = Regions::with_fixed_map(64, MAX_REGIONS).unwrap();
     for &h in keys {
         probe.insert(h).unwrap();
     }
@@ -168,7 +168,7 @@ fn first_hop(keys: &[u64]) -> At {
             b: geo.alt(local, tag),
             tag,
         })
-        .find(|at| probe.entry(probe.map.slot_of(at.tag, at.a.min(at.b))).cur != 0)
+        .find(|at| probe.entry(probe.map().slot_of(at.tag, at.a.min(at.b))).cur != 0)
         .expect("the step moves some slot with a tag")
 }
 
@@ -205,7 +205,7 @@ fn an_eviction_that_outlived_its_step_never_strands_a_stale_insert() {
 fn hopper_outlives_its_step(point: Point, hop: impl FnOnce(&Regions, At) + Send + 'static) {
     let keys: Vec<u64> = (0..60).map(|i| key(PRESENT, i)).collect();
     let first = first_hop(&keys);
-    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    let r = StdArc::new(Regions::with_fixed_map(64, MAX_REGIONS).unwrap());
     for &h in &keys {
         r.insert(h).unwrap();
     }
@@ -389,7 +389,7 @@ fn a_helping_insert_stopped_mid_hop_across_two_steps_strands_nothing() {
             r.help();
         })
     };
-    let slot = r.map.slot_of(frozen.at.tag, frozen.at.a.min(frozen.at.b));
+    let slot = r.map().slot_of(frozen.at.tag, frozen.at.a.min(frozen.at.b));
     let two_steps = {
         let r = StdArc::clone(&r);
         finishes(move || {
@@ -428,7 +428,7 @@ fn a_helping_insert_stopped_mid_hop_across_two_steps_strands_nothing() {
 /// and returns; nothing is lost once the remove wakes.
 #[test]
 fn a_follow_is_not_held_up_by_a_remove_stopped_on_its_old_pair() {
-    let r = StdArc::new(Regions::new(64, MAX_REGIONS).unwrap());
+    let r = StdArc::new(Regions::with_fixed_map(64, MAX_REGIONS).unwrap());
     let stale = first_moved_key(&r);
     let slot = r.slot_of_hash(stale).0;
     r.insert(stale).unwrap();

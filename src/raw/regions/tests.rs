@@ -6,7 +6,7 @@
 
 use super::*;
 use crate::raw::pause::{self, At, Point};
-use crate::raw::slot_map::MAX_SLOTS;
+use crate::raw::slot_map::{maps_bytes, MAX_SLOTS};
 use std::sync::atomic::AtomicUsize as StdUsize;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc as StdArc;
@@ -272,7 +272,7 @@ fn a_hop_with_no_room_leaves_the_slot_split_until_a_later_step() {
 pub(super) fn first_moved_key(r: &Regions) -> u64 {
     (0..)
         .map(|i| key(ABSENT, i))
-        .find(|&h| r.slot_of_hash(h).0 == r.map.slots() - 1)
+        .find(|&h| r.slot_of_hash(h).0 == r.map().slots() - 1)
         .unwrap()
 }
 
@@ -357,7 +357,7 @@ pub(crate) fn fill_with_junk(r: &Regions, region: usize) {
                 filler += 1;
                 let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
                 let alt = g.alt(b, tag);
-                if r.entry(r.map.slot_of(tag, b.min(alt))).cur == 0 {
+                if r.entry(r.map().slot_of(tag, b.min(alt))).cur == 0 {
                     break tag;
                 }
             };
@@ -461,11 +461,11 @@ fn lookups_and_removes_complete_while_a_hop_is_stopped() {
 #[test]
 fn the_slot_is_the_same_from_either_bucket_and_slots_spread() {
     let r = Regions::new(M0, 4).unwrap();
-    let slots = r.map.slots();
+    let slots = r.map().slots();
     let mut hits = vec![0u32; slots];
     for i in 0..(slots as u64 * 64) {
         let (slot, at) = r.slot_of_hash(key(PRESENT, i));
-        assert_eq!(slot, r.map.slot_of(at.tag, at.i2.min(at.i1)));
+        assert_eq!(slot, r.map().slot_of(at.tag, at.i2.min(at.i1)));
         hits[slot] += 1;
     }
     // 64 expected per slot: none empty, none three times the mean.
@@ -481,7 +481,7 @@ fn steps_add_a_twelfth_and_even_out_the_slots() {
     }
     let regions = r.regions();
     let mut per = vec![0usize; regions];
-    for s in 0..r.map.slots() {
+    for s in 0..r.map().slots() {
         per[r.entry(s).cur] += 1;
     }
     let (lo, hi) = (per.iter().min().unwrap(), per.iter().max().unwrap());
@@ -614,7 +614,7 @@ fn fill_with_own_junk(r: &Regions, region: usize) {
                 filler += 1;
                 let tag = 1 + key(filler, 0) % L21x3::MAX_TAG;
                 let alt = g.alt(b, tag);
-                if r.entry(r.map.slot_of(tag, b.min(alt))).cur == region {
+                if r.entry(r.map().slot_of(tag, b.min(alt))).cur == region {
                     break tag;
                 }
             };
@@ -630,11 +630,11 @@ fn fill_with_own_junk(r: &Regions, region: usize) {
 /// it left a window in which the slot read whole and the tag was missed).
 #[test]
 fn a_step_end_never_hides_a_stale_insert_that_split_its_slot() {
-    let r = StdArc::new(Regions::new(64, 16).unwrap());
+    let r = StdArc::new(Regions::with_fixed_map(64, 16).unwrap());
     // A slot the first step moves, the first one the step's end visits.
-    let scratch = Regions::new(64, 16).unwrap();
+    let scratch = Regions::with_fixed_map(64, 16).unwrap();
     assert!(scratch.grow());
-    let moved = (0..scratch.map.slots())
+    let moved = (0..scratch.map().slots())
         .find(|&s| scratch.entry(s).is_split())
         .unwrap();
     drop(scratch);
@@ -693,15 +693,15 @@ fn a_step_end_never_hides_a_stale_insert_that_split_its_slot() {
 #[test]
 fn a_stale_insert_is_refused_only_when_its_key_is_not_stored() {
     // A slot the second step moves from region 1 to region 2.
-    let scratch = Regions::new(64, 16).unwrap();
+    let scratch = Regions::with_fixed_map(64, 16).unwrap();
     assert!(scratch.grow());
     scratch.finish_step();
     assert!(scratch.grow());
-    let slot = (0..scratch.map.slots())
+    let slot = (0..scratch.map().slots())
         .find(|&s| scratch.entry(s) == Entry { cur: 2, prev: 1 })
         .expect("a slot moves from 1 to 2");
     drop(scratch);
-    let r = StdArc::new(Regions::new(64, 16).unwrap());
+    let r = StdArc::new(Regions::with_fixed_map(64, 16).unwrap());
     let k = key_in_slot(&r, slot, PRESENT);
     let (loaded_tx, loaded_rx) = channel();
     let (go_tx, go_rx) = channel::<()>();
@@ -756,11 +756,12 @@ fn a_level_has_at_most_one_region_per_slot() {
 #[test]
 fn a_step_refused_for_memory_leaves_nothing_pinned() {
     let probe = Regions::new(64, 16).unwrap();
-    let (per, map) = (probe.region_bytes(), probe.map_bytes());
-    // Room for two regions and half of a third.
+    let per = probe.region_bytes();
+    // Room for two regions and half of a third (whose step would also
+    // double the map).
     let r = Regions::new(64, 16)
         .unwrap()
-        .with_max_bytes(map + 2 * per + per / 2);
+        .with_max_bytes(maps_bytes(2, 16) + 2 * per + per / 2);
     let keys = split_by_a_full_step(&r);
     let (_, at) = keys
         .iter()
@@ -775,7 +776,7 @@ fn a_step_refused_for_memory_leaves_nothing_pinned() {
     assert_eq!(
         r.begin_step(),
         Err(NoStep::Memory {
-            needed: r.bytes() + per
+            needed: maps_bytes(3, 16) + 3 * per
         })
     );
     assert!(!r.stepping());

@@ -5,13 +5,13 @@
 use crate::sync::{AtomicU64, Ordering};
 
 /// A bit per slot of a level's map.
-pub(super) struct FailedSlots {
+pub(crate) struct FailedSlots {
     words: Box<[AtomicU64]>,
 }
 
 impl FailedSlots {
     /// No slot marked, for a map of `slots` slots.
-    pub(super) fn new(slots: usize) -> FailedSlots {
+    pub(crate) fn new(slots: usize) -> FailedSlots {
         FailedSlots {
             words: (0..Self::words_for(slots))
                 .map(|_| AtomicU64::new(0))
@@ -24,7 +24,7 @@ impl FailedSlots {
     }
 
     /// Heap bytes of the marks of a map of `slots` slots (512 for `2^12`).
-    pub(super) fn bytes_for(slots: usize) -> usize {
+    pub(crate) fn bytes_for(slots: usize) -> usize {
         Self::words_for(slots) * std::mem::size_of::<u64>()
     }
 
@@ -36,14 +36,14 @@ impl FailedSlots {
     /// which then keeps the slot split one step longer, lookups reading
     /// both its regions, until the next step's sweep moves what is left:
     /// as an own failure would.
-    pub(super) fn mark(&self, slot: usize) {
+    pub(crate) fn mark(&self, slot: usize) {
         // Relaxed: the callers order it (the sweep's `done` count, the
         // stale insert's fence; see `keep_split` and `sweep_chunk`).
         self.words[slot / 64].fetch_or(1 << (slot % 64), Ordering::Relaxed);
     }
 
     /// Whether `slot` is marked.
-    pub(super) fn marked(&self, slot: usize) -> bool {
+    pub(crate) fn marked(&self, slot: usize) -> bool {
         // Relaxed: as in `mark`.
         self.words[slot / 64].load(Ordering::Relaxed) & 1 << (slot % 64) != 0
     }
@@ -61,7 +61,7 @@ impl FailedSlots {
     /// its tag and its split entry and hops the tag or marks the slot
     /// itself; otherwise the insert sees the new step and hops or marks
     /// again, after this clear (review, 2026-12-07).
-    pub(super) fn clear(&self) {
+    pub(crate) fn clear(&self) {
         for w in self.words.iter() {
             // Relaxed: published with the step (see above).
             w.store(0, Ordering::Relaxed);

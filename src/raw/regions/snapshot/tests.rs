@@ -66,7 +66,7 @@ fn a_level_with_split_slots_round_trips() {
     let (parts, words) = saved(&r);
     let copy = rebuilt(&parts, &words, Some(100)).unwrap();
     assert_eq!(copy.split_slots(), r.split_slots(), "split slots kept");
-    for slot in 0..r.map.slots() {
+    for slot in 0..r.map().slots() {
         assert_eq!(copy.entry(slot), r.entry(slot), "slot {slot}");
     }
     assert_eq!((copy.regions(), copy.steps()), (r.regions(), r.steps()));
@@ -388,5 +388,38 @@ fn lookups_of_absent_keys_on_a_copy_answer_as_on_the_level() {
     for i in 0..20_000 {
         let h = key(ABSENT, i);
         assert_eq!(copy.contains(h), r.contains(h), "key {i}");
+    }
+}
+
+/// A level whose map grew to fewer slots than a file's map for its most
+/// regions saves that larger map (the format of files before the growing
+/// map) and loads with its own small map again: same slots, same bytes,
+/// every key found, and the next step grows it as it would the original.
+#[test]
+fn a_small_map_is_saved_as_the_larger_one_and_loaded_back_small() {
+    let r = level(700, 64);
+    assert!(r.regions() >= 3, "{} regions", r.regions());
+    let small = r.slots();
+    assert!(small < crate::raw::slot_map::slots_for(64), "{small} slots");
+    let (parts, words) = saved(&r);
+    assert_eq!(parts.entries.len(), crate::raw::slot_map::slots_for(64));
+    let copy = rebuilt(&parts, &words, Some(700)).unwrap();
+    assert_eq!(copy.slots(), small, "the map halved back");
+    assert_eq!(copy.map_bytes(), crate::raw::slot_map::bytes_for(small));
+    for slot in 0..small {
+        assert_eq!(copy.entry(slot), r.entry(slot), "slot {slot}");
+    }
+    assert!(
+        (0..700).all(|i| copy.contains(key(PRESENT, i))),
+        "false negative"
+    );
+    assert_eq!(saved(&copy), (parts, words), "saving the copy again");
+    for (a, b) in [(&r, "original"), (&copy, "copy")] {
+        assert!(a.grow(), "{b}");
+        a.finish_step();
+    }
+    assert_eq!(copy.slots(), r.slots());
+    for slot in 0..r.slots() {
+        assert_eq!(copy.entry(slot), r.entry(slot), "slot {slot} after a step");
     }
 }
