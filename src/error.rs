@@ -102,17 +102,17 @@ pub enum InsertError {
     /// [`CuckooFilter::insert`](crate::CuckooFilter::insert)); this holds
     /// for the two limit errors below too.
     Full,
-    /// The table is full and doubling it would pass the filter's
-    /// `max_false_positive_rate`.
+    /// The filter is full and growing it (doubling its table, a new
+    /// level or a new region) would pass its `max_false_positive_rate`.
     FalsePositiveRateLimit {
         /// The configured bound.
         max: f64,
-        /// The estimate at full load after one more doubling.
+        /// The estimate at full load after growing.
         next: f64,
     },
-    /// The table is full and doubling it would pass the filter's
-    /// `max_memory` (old and new table are both alive while it migrates),
-    /// or a new level would.
+    /// The filter is full and growing it (doubling its table: old and new
+    /// table are both alive while it migrates; a new level; a new region)
+    /// would pass its `max_memory`.
     MemoryLimit {
         /// The configured bound, in bytes.
         max: usize,
@@ -144,6 +144,19 @@ pub enum InsertError {
     },
 }
 
+/// `a` and `b` in scientific notation with the fewest digits (from three)
+/// that tell them apart: a rate just above its cap must not read as equal
+/// to it ("2.00e-4, above 2.00e-4").
+fn distinct_rates(a: f64, b: f64) -> (String, String) {
+    for digits in 2..16 {
+        let (x, y) = (format!("{a:.digits$e}"), format!("{b:.digits$e}"));
+        if x != y {
+            return (x, y);
+        }
+    }
+    (format!("{a:e}"), format!("{b:e}"))
+}
+
 impl fmt::Display for InsertError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -151,13 +164,16 @@ impl fmt::Display for InsertError {
                 f,
                 "filter is full: no displacement path frees a slot for this key and the filter cannot grow (nothing was changed)"
             ),
-            InsertError::FalsePositiveRateLimit { max, next } => write!(
-                f,
-                "filter is full: doubling it would raise the false-positive rate to {next:.2e}, above max_false_positive_rate {max:.2e} (nothing was changed)"
-            ),
+            InsertError::FalsePositiveRateLimit { max, next } => {
+                let (next, max) = distinct_rates(*next, *max);
+                write!(
+                    f,
+                    "filter is full: growing it would raise the false-positive rate to {next}, above max_false_positive_rate {max} (nothing was changed)"
+                )
+            }
             InsertError::MemoryLimit { max, needed } => write!(
                 f,
-                "filter is full: doubling it needs {needed} bytes, above max_memory {max} (nothing was changed)"
+                "filter is full: growing it needs {needed} bytes, above max_memory {max} (nothing was changed)"
             ),
             InsertError::AllocationFailed { bytes } => write!(
                 f,
@@ -506,6 +522,31 @@ mod tests {
             );
             assert!(std::error::Error::source(&batch).is_none());
         }
+    }
+
+    /// A rate just above its cap is printed with the digits that tell
+    /// them apart (an outside test saw "raise ... to 2.00e-4, above
+    /// max_false_positive_rate 2.00e-4"), and the message says growing,
+    /// not doubling: levels and regions refuse with it too.
+    #[test]
+    fn a_rate_just_above_its_cap_reads_above_it() {
+        let e = InsertError::FalsePositiveRateLimit {
+            max: 2e-4,
+            next: 2.0004e-4,
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("to 2.0004e-4, above max_false_positive_rate 2.0000e-4"),
+            "{text}"
+        );
+        assert!(text.starts_with("filter is full: growing it"), "{text}");
+        let e = InsertError::FalsePositiveRateLimit {
+            max: 1e-2,
+            next: 1.5e-2,
+        };
+        assert!(e
+            .to_string()
+            .contains("to 1.50e-2, above max_false_positive_rate 1.00e-2"));
     }
 
     #[test]

@@ -726,10 +726,12 @@ impl CuckooFilter {
     ///   [`InsertError::MemoryLimit`] or [`InsertError::AllocationFailed`]
     ///   if it would have to grow and may not or cannot.
     /// * [`InsertError::TooManyCopies`] if the key already has `2 *
-    ///   tags_per_bucket - 1` copies (7 with 16-bit tags, 9 with 12-bit),
-    ///   or at least `tags_per_bucket` and no displacement frees a lane in
-    ///   its buckets: no doubling could separate the copies, so the filter
-    ///   refuses without growing.
+    ///   tags_per_bucket - 1` copies (7 with 16-bit tags, 9 with 12-bit; 5
+    ///   once new keys go to a level of 21-bit tags, past 64x the first
+    ///   size at the default cap), or at least `tags_per_bucket` (3 in such
+    ///   a level) and no displacement frees a lane in its buckets; copies
+    ///   of other keys with the same tag and buckets count too: no growth
+    ///   could separate the copies, so the filter refuses without growing.
     #[inline]
     pub fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<(), InsertError> {
         let hash = |known| self.hasher.hash_known(key, known);
