@@ -388,6 +388,14 @@ impl SlotMaps {
             new.fill(2 * slot, v);
             new.fill(2 * slot + 1, v);
         }
+        crate::raw::pause::here(
+            crate::raw::pause::Point::MapDoubled,
+            crate::raw::pause::At {
+                a: old.slots(),
+                b: slots,
+                tag: 0,
+            },
+        );
         // Release: pairs with the Acquire load in `current`: a reader of
         // the new map sees every entry copied above.
         self.current.store(p, Ordering::Release);
