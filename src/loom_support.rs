@@ -120,6 +120,13 @@ impl RegionsModel {
         (e.cur, e.prev)
     }
 
+    /// `(cur, prev)` of hash `h`'s slot's entry, in the current map (one
+    /// load of it, as a lookup's).
+    pub fn entry_of(&self, h: u64) -> (usize, usize) {
+        let e = self.0.entry_of_hash(h);
+        (e.cur, e.prev)
+    }
+
     /// Sets bucket `bucket` of region `region` to hold `tags` (0: an empty
     /// lane), for a pre-fill before any thread is spawned. The item count
     /// does not see them.

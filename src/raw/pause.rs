@@ -45,6 +45,10 @@ pub(crate) enum Point {
     /// hop and no way to keep its slot split, and is about to take its
     /// copy back.
     FollowRefusing,
+    /// A step's claimant doubling a level's slot map (`SlotMaps::double`)
+    /// has frozen and copied every entry and not yet published the new
+    /// map.
+    MapDoubled,
     /// A migration chunk's owner has stored an old bucket's successor
     /// halves and not yet forwarded the old bucket.
     ForwardCopied,

@@ -731,6 +731,14 @@ impl Regions {
         self.map().load(slot, Ordering::Relaxed)
     }
 
+    /// The entry of hash `h`'s slot, read as a lookup reads it (one load
+    /// of the current map; loom models).
+    // Loom models.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    pub(crate) fn entry_of_hash(&self, h: u64) -> Entry {
+        self.entry_of(self.locate(h)).2
+    }
+
     /// The slot (in the current map) and place of hash `h` (tests).
     // Tests only.
     #[cfg_attr(not(test), allow(dead_code))]

@@ -44,8 +44,10 @@ const FIRST_SLOT_BITS: u32 = MAX_SLOT_BITS;
 /// loads to within a slot, a thirty-second of a region's share.
 #[cfg(not(loom))]
 const GROWING_SLOTS_PER_REGION: usize = 32;
+/// (Under loom one: models R11 and R12 start from a map of two slots,
+/// which two regions keep and the third doubles.)
 #[cfg(loom)]
-const GROWING_SLOTS_PER_REGION: usize = 32;
+const GROWING_SLOTS_PER_REGION: usize = 1;
 
 /// Slots a map gives each region of a level at its most regions: enough
 /// for a step to balance the regions' loads slot by slot (lab
@@ -388,6 +390,14 @@ impl SlotMaps {
             new.fill(2 * slot, v);
             new.fill(2 * slot + 1, v);
         }
+        crate::raw::pause::here(
+            crate::raw::pause::Point::MapDoubled,
+            crate::raw::pause::At {
+                a: old.slots(),
+                b: slots,
+                tag: 0,
+            },
+        );
         // Release: pairs with the Acquire load in `current`: a reader of
         // the new map sees every entry copied above.
         self.current.store(p, Ordering::Release);
