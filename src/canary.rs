@@ -127,6 +127,10 @@ pub enum RegionCanary {
     /// map it reads a frozen entry, does not see its slot move on, and
     /// leaves its copy where no lookup reads once the step ends.
     FollowOnOldMap,
+    /// A reader takes a frozen entry of a map being doubled as it is,
+    /// without looking for a split made in the next map (not yet
+    /// published): the split's tag is missed until the claimant publishes.
+    FrozenEntryTaken,
     /// A sweep's hop that found the source stripe held past its patience
     /// leaves the tag without marking its slot failed: the step's end
     /// joins the slot, and the tag is in a region no lookup reads.

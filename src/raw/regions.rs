@@ -19,7 +19,10 @@
 //!   entry ([`FROZEN`]) as it copies it to the entry's two halves
 //!   (`SlotMaps::double`). Replaced maps stay readable until the level
 //!   drops. Every operation reads the current map after the step counter:
-//!   a step's map, like its entries, is written before its bump.
+//!   a step's map, like its entries, is written before its bump. A reader
+//!   that finds an entry frozen reads the key's half in the next map if
+//!   it was copied there ([`SlotMap::entry_for`]): a stale insert may have
+//!   split it there and returned before the claimant publishes.
 //! * **Step counter**: steps begun. Bumped once per step, after the step's
 //!   moved entries are written.
 //!
@@ -522,7 +525,9 @@ impl Regions {
         self.geo.locate::<L21x3>(h)
     }
 
-    /// The current map, the slot of `at` there and its entry.
+    /// The entry of `at` a reader takes, with the map and slot it comes
+    /// from: the current map's, or, past a frozen entry, the next map's
+    /// (see [`SlotMap::entry_for`]).
     ///
     /// The map load and the entry load are both Acquire: the map pairs
     /// with the Release store of a doubling (its entries copied before),
@@ -534,8 +539,12 @@ impl Regions {
     #[inline(always)]
     fn entry_of(&self, at: Located) -> (&SlotMap, usize, Entry) {
         let map = self.maps.current();
-        let slot = map.slot_of(at.tag, at.i1.min(at.i2));
-        (map, slot, map.load(slot, Ordering::Acquire))
+        #[cfg(loom)]
+        if self.canary == RegionCanary::FrozenEntryTaken {
+            let slot = map.slot_of(at.tag, at.i1.min(at.i2));
+            return (map, slot, map.load(slot, Ordering::Acquire));
+        }
+        map.entry_for(at.tag, at.i1.min(at.i2))
     }
 
     /// The current map (no step doubles it while it runs).

@@ -258,14 +258,62 @@ impl SlotMap {
             self.entries[slot].compare_exchange(UNSET, value, Ordering::Release, Ordering::Relaxed);
     }
 
-    /// The map that replaces this one, for a writer whose entry load in
-    /// `slot` saw `frozen` (with [`FROZEN`]): with the entries of
-    /// `slot`'s two halves copied (by this writer if the doubling has not
-    /// yet), so the writer can go on there.
-    pub(super) fn successor(&self, slot: usize, frozen: u32) -> &SlotMap {
-        debug_assert_ne!(frozen & FROZEN, 0);
-        // Acquire: the writer's load saw the freeze (an AcqRel RMW made
-        // after the store of `next`); this fence makes that store visible.
+    /// The entry a reader takes for `tag` of the pair whose lower bucket
+    /// is `low`, with the map and slot it comes from: this map's, or, if
+    /// it is [`FROZEN`] (a step's claimant is doubling this map), the next
+    /// map's once the doubling or a writer copied it there. A stale insert
+    /// may split the slot in the next map before the claimant publishes it
+    /// (`keep_split`, then the insert returns): a lookup after that return
+    /// still loads this map, finds the entry frozen, and must read the
+    /// split (found by review, 2026-12-07: a false negative until the
+    /// claimant publishes, forever if it stopped there).
+    #[inline(always)]
+    pub(crate) fn entry_for(&self, tag: u64, low: usize) -> (&SlotMap, usize, Entry) {
+        let slot = self.slot_of(tag, low);
+        // Acquire: pairs with the Release entry writes (the regions they
+        // name published before) and with a doubling's freeze (its `next`).
+        let v = self.at(slot).load(Ordering::Acquire);
+        if v & FROZEN == 0 {
+            return (self, slot, Entry::unpack(v));
+        }
+        self.entry_after_freeze(tag, low, slot, v)
+    }
+
+    /// [`entry_for`](Self::entry_for) past a frozen entry `frozen` of
+    /// `slot`: the next map's entry of the key's half, unless none was
+    /// copied there yet (then `frozen` is the newest: a split is written
+    /// there only after the copy).
+    #[cold]
+    fn entry_after_freeze(
+        &self,
+        tag: u64,
+        low: usize,
+        slot: usize,
+        frozen: u32,
+    ) -> (&SlotMap, usize, Entry) {
+        let (mut map, mut slot, mut v) = (self, slot, frozen);
+        loop {
+            let next = map.next_after_freeze();
+            let half = next.slot_of(tag, low);
+            // Acquire: as in `entry_for`.
+            let w = next.at(half).load(Ordering::Acquire);
+            if w == UNSET {
+                return (map, slot, Entry::unpack(v));
+            }
+            if w & FROZEN == 0 {
+                return (next, half, Entry::unpack(w));
+            }
+            // Doubled again in the same claim: follow on.
+            (map, slot, v) = (next, half, w);
+        }
+    }
+
+    /// The map replacing this one, for a thread that loaded one of its
+    /// entries [`FROZEN`].
+    fn next_after_freeze(&self) -> &SlotMap {
+        // Acquire: the caller's load saw the freeze (an AcqRel RMW made
+        // after the store of `next`); this fence makes that store visible
+        // to a Relaxed load too.
         crate::sync::fence(Ordering::Acquire);
         // Relaxed: ordered by the fence above.
         let p = self.next.load(Ordering::Relaxed);
@@ -274,7 +322,16 @@ impl SlotMap {
         // `SlotMaps::all` owned before the store and keeps until the level
         // drops; `self` is one of that level's maps, so the level outlives
         // this borrow.
-        let next = unsafe { &*p };
+        unsafe { &*p }
+    }
+
+    /// The map that replaces this one, for a writer whose entry load in
+    /// `slot` saw `frozen` (with [`FROZEN`]): with the entries of
+    /// `slot`'s two halves copied (by this writer if the doubling has not
+    /// yet), so the writer can go on there.
+    pub(super) fn successor(&self, slot: usize, frozen: u32) -> &SlotMap {
+        debug_assert_ne!(frozen & FROZEN, 0);
+        let next = self.next_after_freeze();
         let value = frozen & !FROZEN;
         next.fill(2 * slot, value);
         next.fill(2 * slot + 1, value);
