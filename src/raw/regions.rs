@@ -547,6 +547,16 @@ impl Regions {
         map.entry_for(at.tag, at.i1.min(at.i2))
     }
 
+    /// [`entry_of`](Self::entry_of)'s entry alone (the readers' path).
+    #[inline(always)]
+    fn entry_at(&self, at: Located) -> Entry {
+        #[cfg(loom)]
+        if self.canary == RegionCanary::FrozenEntryTaken {
+            return self.entry_of(at).2;
+        }
+        self.maps.current().entry_only(at.tag, at.i1.min(at.i2))
+    }
+
     /// The current map (no step doubles it while it runs).
     #[inline(always)]
     pub(super) fn map(&self) -> &SlotMap {
@@ -561,7 +571,7 @@ impl Regions {
             // sees a step's number sees that step's map and entries,
             // written before.
             let before = self.step.load(Ordering::Acquire);
-            let (_, _, e) = self.entry_of(at);
+            let e = self.entry_at(at);
             if e.is_split() && present(self.region(e.prev), at) {
                 return true;
             }
@@ -585,7 +595,7 @@ impl Regions {
         let at = self.locate(h);
         // As in `contains`, so the region the entry names is published (a
         // prefetch needs its pointer).
-        let (_, _, e) = self.entry_of(at);
+        let e = self.entry_at(at);
         let t = self.region(e.cur);
         t.prefetch(at.i1);
         t.prefetch(at.i2);
@@ -599,7 +609,7 @@ impl Regions {
         loop {
             // Acquire, all: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
-            let (_, _, e) = self.entry_of(at);
+            let e = self.entry_at(at);
             let n = if e.is_split() {
                 #[cfg(loom)]
                 let count_two = |p: &Table, c: &Table, at| self.count_two_as_canary(p, c, at);
@@ -631,7 +641,7 @@ impl Regions {
         loop {
             // Acquire, all: as in `contains`.
             let before = self.step.load(Ordering::Acquire);
-            let (_, _, e) = self.entry_of(at);
+            let e = self.entry_at(at);
             // `prev` first, under its stripe: a hop holds it across its
             // copy and its clear, so the tag is seen on one side.
             if e.is_split() && hash_in(self.region(e.prev)).expect("regions are never sealed") {

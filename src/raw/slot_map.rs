@@ -279,6 +279,28 @@ impl SlotMap {
         self.entry_after_freeze(tag, low, slot, v)
     }
 
+    /// [`entry_for`](Self::entry_for)'s entry alone: what lookups,
+    /// counts, removes and an insert's put need. (Its rare path returns
+    /// the entry in registers; the whole triple goes through memory, which
+    /// cost a region level's lookup 10 instructions.)
+    #[inline(always)]
+    pub(crate) fn entry_only(&self, tag: u64, low: usize) -> Entry {
+        let slot = self.slot_of(tag, low);
+        // Acquire: as in `entry_for`.
+        let v = self.at(slot).load(Ordering::Acquire);
+        if v & FROZEN == 0 {
+            return Entry::unpack(v);
+        }
+        self.entry_only_after_freeze(tag, low, slot, v)
+    }
+
+    /// [`entry_after_freeze`](Self::entry_after_freeze)'s entry alone.
+    #[cold]
+    #[inline(never)]
+    fn entry_only_after_freeze(&self, tag: u64, low: usize, slot: usize, frozen: u32) -> Entry {
+        self.entry_after_freeze(tag, low, slot, frozen).2
+    }
+
     /// [`entry_for`](Self::entry_for) past a frozen entry `frozen` of
     /// `slot`: the next map's entry of the key's half, unless none was
     /// copied there yet (then `frozen` is the newest: a split is written
