@@ -354,3 +354,31 @@ fn batch_inserts_past_the_tag_bits_count_like_single_inserts() {
     );
     assert!(more.iter().all(|k| batch.contains(k)), "a key was lost");
 }
+
+/// `finish_growth` ends the growth work inserts left half done, a table's
+/// doubling (one level) or a region step (two levels): `stats().migrating`
+/// turns false, and every key stays found, with the count it had (keys
+/// that share a tag and a pair count each other's copies).
+#[test]
+fn finish_growth_ends_a_doubling_and_a_region_step_left_open() {
+    for levels in [1, 2] {
+        let f = CuckooFilter::with_capacity(1_000);
+        let mut n = 0u64;
+        // Insert until the filter has `levels` levels and growth is open.
+        while !(f.stats().levels == levels && f.stats().migrating) {
+            f.insert(&n).unwrap();
+            n += 1;
+            assert!(n < 2_000_000, "growth never left open at {levels} level(s)");
+        }
+        let counts: Vec<usize> = (0..n).map(|k| f.count(&k)).collect();
+        f.finish_growth();
+        let s = f.stats();
+        assert!(!s.migrating, "{levels} level(s): still migrating");
+        assert_eq!(s.levels, levels);
+        assert_eq!(f.len(), n as usize);
+        for k in 0..n {
+            assert!(f.contains(&k), "false negative: {k} of {n}");
+            assert_eq!(f.count(&k), counts[k as usize], "{k}");
+        }
+    }
+}

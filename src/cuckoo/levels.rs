@@ -243,6 +243,19 @@ impl<'a> Level<'a> {
         }
     }
 
+    /// Finishes this level's doubling migration or region step, if one
+    /// runs (see [`CuckooFilter::finish_growth`]).
+    pub(crate) fn finish_growth(self) {
+        match self {
+            Level::Table(f) => {
+                // A helper writes to the tables: announced, as writers are.
+                let _pin = f.writer_pin();
+                f.finish_migration();
+            }
+            Level::Regions(r) => r.regions().finish_step(),
+        }
+    }
+
     /// This level's expected false-positive rate now.
     pub(crate) fn false_positive_rate(self) -> f64 {
         match self {

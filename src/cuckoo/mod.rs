@@ -986,6 +986,38 @@ impl CuckooFilter {
         self.policy.max_false_positive_rate
     }
 
+    /// Finishes, on this thread, the growth work in progress: a table's
+    /// doubling that is still migrating, or a step of a level of regions
+    /// that is still moving keys to its new regions.
+    ///
+    /// Inserts carry that work a piece at a time. A filter that stops
+    /// taking inserts in the middle of it (at the end of a bulk load, say)
+    /// keeps it unfinished, and a lookup of a key still in flight reads
+    /// both places it may be: two more cache lines for those keys (about a
+    /// thirteenth of a region level's keys during a step). Call this after
+    /// a bulk load to bring every lookup back to two buckets per level.
+    /// Lookups and writers go on meanwhile; it may wait for a thread
+    /// stopped in the middle of a piece of growth work. When it returns,
+    /// [`Stats::migrating`] is `false` unless an insert began growing
+    /// again meanwhile. Nothing else changes: no key moves between levels,
+    /// and no memory is allocated.
+    ///
+    /// ```
+    /// let f = koel::CuckooFilter::with_capacity(1_000);
+    /// for k in 0..500_000u32 {
+    ///     f.insert(&k)?;
+    /// }
+    /// f.finish_growth();
+    /// assert!(!f.stats().migrating);
+    /// assert!((0..500_000u32).all(|k| f.contains(&k)));
+    /// # Ok::<(), koel::InsertError>(())
+    /// ```
+    pub fn finish_growth(&self) {
+        for level in self.levels() {
+            level.finish_growth();
+        }
+    }
+
     /// Removes every item. Not atomic with respect to concurrent writers:
     /// an insert racing `clear` may or may not survive it, and `len` may
     /// then be off; call it while no other thread writes if that matters.

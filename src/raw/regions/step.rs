@@ -740,11 +740,9 @@ impl Regions {
         self.claim.store(0, Ordering::Release);
     }
 
-    /// Runs the running step's remaining chunks on this thread (for tests
-    /// and a caller that must not leave a step open), then waits for its
-    /// end.
-    // Tests and loom models.
-    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
+    /// Runs the running step's remaining chunks on this thread (for
+    /// `CuckooFilter::finish_growth`, tests, and a caller that must not
+    /// leave a step open), then waits for its end.
     pub(crate) fn finish_step(&self) {
         let mut backoff = Backoff::default();
         // Acquire: as in `claim_step`.
