@@ -97,9 +97,15 @@ pub(crate) fn slots_wanted(regions: usize, max_regions: usize) -> usize {
 // Tests only.
 #[cfg(test)]
 pub(crate) fn maps_bytes(regions: usize, max_regions: usize) -> usize {
-    let mut slots = first_slots(max_regions);
-    let mut bytes = bytes_for(slots);
-    while slots < slots_wanted(regions, max_regions) {
+    let first = first_slots(max_regions);
+    bytes_for(first) + doublings_bytes(first, slots_wanted(regions, max_regions))
+}
+
+/// Bytes of the maps that doubling a map of `slots` slots until it has
+/// `want` adds (each doubling's map stays with the level).
+pub(crate) fn doublings_bytes(mut slots: usize, want: usize) -> usize {
+    let mut bytes = 0;
+    while slots < want {
         slots *= 2;
         bytes += bytes_for(slots);
     }

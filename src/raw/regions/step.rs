@@ -3,14 +3,15 @@
 //! help with.
 
 use super::{
-    map_bytes, new_region, slots_wanted, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK,
-    JOINING, STEP_DIVISOR,
+    new_region, slots_wanted, Entry, Hopped, NoStep, Regions, SlotMap, Wait, CHUNK, JOINING,
+    STEP_DIVISOR,
 };
 #[cfg(loom)]
 use crate::canary::RegionCanary;
 use crate::raw::bucket::{self, L21x3, Layout};
 use crate::raw::geometry::Located;
 use crate::raw::pause;
+use crate::raw::slot_map::doublings_bytes;
 use crate::raw::stripe::Patience;
 use crate::sync::{fence, AtomicU32, AtomicUsize, Backoff, Ordering};
 
@@ -275,14 +276,7 @@ impl Regions {
     /// Bytes of the maps that doubling the current one until a level of
     /// `regions` regions wants no more would add.
     fn map_growth_bytes(&self, regions: usize) -> usize {
-        let want = slots_wanted(regions, self.max_regions);
-        let mut slots = self.map().slots();
-        let mut bytes = 0;
-        while slots < want {
-            slots *= 2;
-            bytes += map_bytes(slots);
-        }
-        bytes
+        doublings_bytes(self.map().slots(), slots_wanted(regions, self.max_regions))
     }
 
     /// Doubles the map (the claimant's, before its step's pins, regions
