@@ -252,6 +252,10 @@ pub(crate) enum Search {
     UnlessHinted,
     /// Search whatever the hint says (an insert that just armed it).
     Always,
+    /// Never search: only a free lane of the pair will do (the first level
+    /// of a filter with levels, which stopped growing but still takes the
+    /// keys its pairs have room for, `cuckoo/levels.rs`).
+    Never,
 }
 
 /// Inserts the tag of `at`. With `unique`, first checks (under the pair's
@@ -382,7 +386,7 @@ fn insert_again<L: Layout>(
                 return Ok(true);
             }
         }
-        if search == Search::UnlessHinted && t.room().is_full() {
+        if search == Search::Never || search == Search::UnlessHinted && t.room().is_full() {
             return Err(InsertFailure::Full { searched: false });
         }
         match path::make_room::<L>(t, i1, i2, shard, |_| true) {
