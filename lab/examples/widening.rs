@@ -412,8 +412,13 @@ impl Level {
         let mut new: Vec<usize> = Vec::new();
         if policy == Policy::Reuse && switched {
             for (r, reg) in self.regions.iter_mut().enumerate() {
-                if new.len() < k && reg.kind == Kind::Short3 && reg.slots.is_empty() {
-                    assert_eq!(reg.entries, 0, "a region without slots is empty");
+                // (Entries whose hop found no room keep a region without
+                // slots in use.)
+                if new.len() < k
+                    && reg.kind == Kind::Short3
+                    && reg.slots.is_empty()
+                    && reg.entries == 0
+                {
                     *reg = Region::new(Kind::Wide2, self.m0);
                     new.push(r);
                 }
