@@ -224,18 +224,16 @@ fn insert_unique_keeps_the_measured_rate_within_a_high_cap() {
 }
 
 /// A filter at its `max_memory` with a level above its first table: its
-/// oldest keys (all in the first table) removed, it is half empty, yet
-/// fresh inserts are refused with `MemoryLimit` ("filter is full"),
-/// because plain inserts go to the newest level, which is still full. A
-/// filter for 1,000 keys capped at 300,000 bytes takes 88,133 keys (two
-/// levels, one region above); with the oldest 44,066 removed (load 0.46),
-/// 1,454 of 44,066 fresh inserts succeed. A filter without levels at the
-/// same cap takes every one back. A window of recent keys (expire the
-/// oldest, add the newest) at the memory cap stops taking keys. The
-/// rustdoc says a filter at its cap "stays full until something is
-/// removed"; it says also that inserts go to the newest level.
+/// oldest keys (all in the first table) removed, it is half empty, and
+/// fresh inserts take the room back (the rustdoc of `insert`, "At the
+/// growth cap": new keys take a free slot of their first-table buckets
+/// while that table is below its sizing load). A filter for 1,000 keys
+/// capped at 300,000 bytes takes 88,133 keys (two levels, one region
+/// above); with the oldest 44,066 removed, only 1,454 fresh inserts
+/// succeeded while plain inserts went to the newest level alone. A window
+/// of recent keys (expire the oldest, add the newest) at the memory cap
+/// keeps taking keys.
 #[test]
-#[ignore = "known limitation (rustdoc of `insert`, \"At the growth cap\"): at max_memory with levels, removing the oldest keys frees no room for new ones"]
 fn removing_the_oldest_keys_at_the_memory_cap_makes_room_for_new_ones() {
     let f = CuckooFilter::builder()
         .capacity(1000)

@@ -284,6 +284,50 @@ fn a_memory_cap_refuses_at_a_level_and_loses_nothing() {
     assert!(inserted.iter().all(|k| f.contains(k)), "a key was lost");
 }
 
+/// A window of recent keys at the memory cap: once the filter is full,
+/// each new key follows the removal of the oldest one. Over three windows'
+/// worth of turnover (the oldest keys first in the first table, then in
+/// the region level) at most one new key in 200 is refused (465 of
+/// 274,263 in this run: `MemoryLimit` where the key's region was full
+/// while removes had freed room in other regions) and none is lost.
+/// While new keys went to the newest level alone, 60,131 of 261,834 were
+/// refused; with the first table's free lanes but no search there, 13,217
+/// of 274,263.
+#[test]
+fn a_window_of_recent_keys_keeps_turning_over_at_the_memory_cap() {
+    let f = CuckooFilter::builder()
+        .capacity(1_000)
+        .seed(13)
+        .max_memory(300_000)
+        .build()
+        .unwrap();
+    let mut window = std::collections::VecDeque::new();
+    for k in Keys(17) {
+        if f.insert(&k).is_err() {
+            break;
+        }
+        window.push_back(k);
+    }
+    assert!(f.stats().levels >= 2, "the cap comes after a level");
+    let size = window.len();
+    let mut refused = 0;
+    for k in Keys(19).take(3 * size) {
+        let oldest = window.pop_front().unwrap();
+        assert!(f.remove(&oldest));
+        if f.insert(&k).is_ok() {
+            window.push_back(k);
+        } else {
+            refused += 1;
+        }
+    }
+    assert!(
+        refused * 200 <= 3 * size,
+        "{refused} of {} new keys refused (window of {size})",
+        3 * size
+    );
+    assert!(window.iter().all(|k| f.contains(k)), "a key was lost");
+}
+
 /// `clear` empties every level (the levels stay); `Clone` copies them all.
 #[test]
 fn clear_and_clone_cover_every_level() {

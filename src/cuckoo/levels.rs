@@ -55,6 +55,7 @@ use crate::error::InsertError;
 use crate::hash::HashAlgorithm;
 use crate::raw::bucket::L21x3;
 use crate::raw::geometry::Geometry;
+use crate::raw::ops::Search;
 use crate::raw::table::Table;
 use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Hint, Ordering};
 use region::{first_bytes, first_region_bound, Plan, RegionLevel};
@@ -590,10 +591,22 @@ impl CuckooFilter {
             return self.insert_here(hash, unique, &self.writer_pin());
         }
         if !unique {
-            if self.upper.free_lanes.get() && self.insert_if_free(hash) {
+            if self.upper.free_lanes.get() && self.insert_if_free(hash, Search::Never) {
                 return Ok(true);
             }
-            return self.insert_newest(hash);
+            return match self.insert_newest(hash) {
+                // At a cap, the newest level may be full while removes left
+                // this one room elsewhere than in the key's own pair: a
+                // search finds it.
+                Err(refusal)
+                    if !matches!(refusal, InsertError::TooManyCopies { .. })
+                        && self.upper.free_lanes.get()
+                        && self.insert_if_free(hash, Search::UnlessHinted) =>
+                {
+                    Ok(true)
+                }
+                other => other,
+            };
         }
         let _pin = self.writer_pin();
         loop {
@@ -609,8 +622,9 @@ impl CuckooFilter {
     }
 
     /// A plain insert into a free lane of this (the first) level's pair,
-    /// which stopped growing: no search, so it costs the two loads a
-    /// lookup makes; `false`: no lane was free, and the key goes up. A
+    /// which stopped growing: with `Search::Never`, as every plain insert
+    /// tries first, it costs the two loads a lookup makes; with a search,
+    /// after the newest level refused (at a cap). `false`: no room. A
     /// first level stops at its first failed search, which in a table of
     /// small regions comes early (0.80 full with 64-bucket regions, 0.90
     /// with 264): the keys it still has lanes for cost 16.5 bits each
@@ -619,7 +633,7 @@ impl CuckooFilter {
     /// full, and a filter whose first level is at 0.98 of a bound that is
     /// 0.98 of the cap (12-bit tags at 1%) would measure rates over the
     /// cap by chance alone.
-    fn insert_if_free(&self, hash: u64) -> bool {
+    fn insert_if_free(&self, hash: u64, search: Search) -> bool {
         let _pin = self.writer_pin();
         let t = self.table();
         if t.migration().is_some() {
@@ -633,19 +647,27 @@ impl CuckooFilter {
             a,
             false,
             crate::raw::ops::nowhere,
-            crate::raw::ops::Search::Never,
+            search,
             &self.counters,
         ));
-        // One insert in 64 (by its hash) counts: summing the counters'
-        // shards costs more than the insert.
-        if put.is_ok() && hash >> 58 == 0 {
+        if put == Ok(true) {
+            self.count_now_and_then(t, hash);
+        }
+        put == Ok(true)
+    }
+
+    /// After an insert of `hash` into this level (or, for `insert_unique`,
+    /// one that may have gone up): one in 64 (by its hash) counts this
+    /// level's items, since summing the counters' shards costs more than an
+    /// insert, and closes its free lanes at its sizing load.
+    fn count_now_and_then(&self, t: &Table, hash: u64) {
+        if hash >> 58 == 0 {
             let full = self.layout.sizing_load() * self.slots(t) as f64;
             if self.counters.len() as f64 >= full {
                 // A late reader puts one more key here.
                 self.upper.free_lanes.set(false);
             }
         }
-        put == Ok(true)
     }
 
     /// Whether some level above this one holds the tag of `hash`.
@@ -899,19 +921,28 @@ impl CuckooFilter {
     /// `insert_unique` of `hash` into the levels above `t`'s level, under
     /// the key's pair stripe in `t`, which every `insert_unique` of the key
     /// holds for its decision: `Ok(false)` if any level holds the tag, else
-    /// into a free slot of the pair or the newest level. `Ok(None)` if the
-    /// stripe is sealed (retry).
+    /// into a free slot of the pair (while this level takes free lanes, as
+    /// plain inserts: [`insert_if_free`](Self::insert_if_free)) or the
+    /// newest level. `Ok(None)` if the stripe is sealed (retry).
     fn insert_unique_above(&self, t: &Table, hash: u64) -> Result<Option<bool>, InsertError> {
         let insert_up = || self.insert_newest(hash);
         let has_above = || self.contains_above(hash);
+        let here = self.upper.free_lanes.get();
         let decided = super::with_layout!(self, L => crate::raw::ops::insert_unique_beyond::<L>(
             t,
             hash,
             &self.counters,
+            here,
             has_above,
             &insert_up,
         ));
         match decided {
+            Ok(Ok(true)) => {
+                if here {
+                    self.count_now_and_then(t, hash);
+                }
+                Ok(Some(true))
+            }
             Ok(result) => result.map(Some),
             Err(_) => Ok(None),
         }

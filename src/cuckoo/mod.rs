@@ -667,16 +667,18 @@ impl CuckooFilter {
     /// more regions online, moving only the keys of the slots they take
     /// over (about one copy per key over a level's life), so memory follows
     /// the keys: at most 1.5x the bits per key of a filter built at the
-    /// final size (measured from 100x to 10,000x a first size of 1,000 or
-    /// more; a level's slot map and failure marks take 4 bytes and a bit
-    /// per slot, 16.5 KiB at the default cap, which weigh more on smaller
-    /// filters: 1.55x at 100x a first size of 500). Its
+    /// final size (measured at 100x a first size of 200 or more, and at
+    /// 1,000x and 10,000x a first size of 1,000; below about 200 the
+    /// smallest first table, 64 buckets for 243 keys, and its doublings
+    /// decide: 1.58x at 100x a first size of 100). Its
     /// false-positive rate may reach half of what the first table left
     /// under the cap, which bounds its regions; when it has them all the
     /// next level gets half of what is left then, so all levels together
     /// stay within the cap and growth stops only at memory (or when what is
-    /// left of the cap cannot pay one region). Inserts go to the newest
-    /// level; lookups read the newest level first and, for a negative
+    /// left of the cap cannot pay one region). An insert takes a free slot
+    /// of its two first-table buckets while the first table is below its
+    /// sizing load (0.95 for 16-bit tags), else goes to the newest level;
+    /// lookups read the newest level first and, for a negative
     /// answer, every level (two cache lines per level; a 16-bit filter
     /// built for 1,000 keys holds 10,000,000 on two levels at the default
     /// 1%). `insert_unique` keeps exactly one winner (it decides under the
@@ -710,12 +712,13 @@ impl CuckooFilter {
     /// began, and a remove that frees a slot in the key's own buckets lets
     /// it in at once.
     ///
-    /// With levels, new keys go to the newest level only, so a remove
-    /// frees room for them only if it takes a key from that level: at its
-    /// `max_memory`, a filter whose oldest keys (in its first table) are
-    /// removed stays full for new ones. A window of recent keys (remove the
-    /// oldest, add the newest) at the memory cap needs a filter sized for
-    /// the window from the start, which never adds a level.
+    /// With levels, new keys go to a free slot of their first-table
+    /// buckets (while that table is below its sizing load) or to the
+    /// newest level, so a remove frees room for them if it takes a key
+    /// from one of those two: at its `max_memory`, a filter whose oldest
+    /// keys (in its first table) are removed takes new ones again. Keys
+    /// removed from a level between the first and the newest (a filter
+    /// with three levels or more) free room that no new key takes.
     ///
     /// # Errors
     ///

@@ -459,14 +459,16 @@ pub(crate) fn nowhere() -> bool {
 
 /// `insert_unique` of hash `h` once its level may not grow: under the
 /// key's pair stripe, `Ok(false)` if the pair or `elsewhere` holds the tag,
-/// else the tag goes into a free slot of the pair or, failing that,
-/// through `insert_elsewhere` (into an upper level). Every
+/// else the tag goes into a free slot of the pair (if `here`: the level
+/// still takes keys) or, failing that, through `insert_elsewhere` (into an
+/// upper level). Every
 /// `insert_unique` of the key holds this stripe for its decision, so of
 /// racing ones exactly one inserts.
 pub(crate) fn insert_unique_beyond<L: Layout>(
     t: &Table,
     h: u64,
     c: &Counters,
+    here: bool,
     elsewhere: impl Fn() -> bool + Copy,
     insert_elsewhere: &dyn Fn() -> Result<bool, crate::error::InsertError>,
 ) -> Result<Result<bool, crate::error::InsertError>, Sealed> {
@@ -482,7 +484,7 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
         return Ok(Ok(false));
     }
     let shard = c.shard();
-    if put::<L>(word1, tag, shard) || put::<L>(word2, tag, shard) {
+    if here && (put::<L>(word1, tag, shard) || put::<L>(word2, tag, shard)) {
         shard.add_len(1);
         return Ok(Ok(true));
     }
