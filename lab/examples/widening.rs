@@ -61,10 +61,11 @@
 //! per region holding any (near 1-2, whole slots cannot even the loads).
 //!
 //! ```text
-//! cargo run --release -p koel-lab --example widening -- 1000 10000 0.3333 [first|even|drain|reuse|close] [room|lanes] [wide=32x2]
+//! cargo run --release -p koel-lab --example widening -- 1000 10000 0.3333 [first|even|drain|reuse|close] [room|lanes] [wide=32x2] [slots=14]
 //! ```
 //! (arguments: `n`, the growth to reach, `switch` (`inf`: never), the
-//! step's `policy` after the switch and its weights, the wide kind; `WIDENING_TRACE=1`
+//! step's `policy` after the switch and its weights, the wide kind; `slots=BITS` lets the
+//! map grow to `2^BITS` slots, not koel's `2^14`; `WIDENING_TRACE=1`
 //! prints each step after the switch). A run to 10,000x from 1,000 keys
 //! takes about 15 s and 50 MB; to 300,000x from 100, under 1 GB.
 
@@ -89,7 +90,8 @@ const START: f64 = 0.4;
 const LOAD: f64 = 0.93;
 /// Koel's `sizing_load` of 16x4 (the items a level above is sized for).
 const LEVEL0_SIZING_LOAD: f64 = 0.95;
-/// Koel's map: at most `2^14` slots, hence regions.
+/// Koel's map: at most `2^14` slots (`slots=BITS` tries more), hence
+/// regions.
 const MAX_SLOT_BITS: u32 = 14;
 const MAX_REGIONS: usize = 1 << MAX_SLOT_BITS;
 const FIRST_SLOT_BITS: u32 = 6;
@@ -246,9 +248,9 @@ fn slot_of(tag: u64, low: u64, slot_bits: u32) -> usize {
 }
 
 /// Koel's `slots_for`: the most slots a level of `max_regions` gets.
-fn slots_for(max_regions: usize) -> usize {
+fn slots_for(max_regions: usize, max_slot_bits: u32) -> usize {
     (max_regions * SLOTS_PER_REGION)
-        .min(MAX_REGIONS)
+        .min(1 << max_slot_bits)
         .next_power_of_two()
         .max(1 << MIN_SLOT_BITS)
 }
@@ -285,10 +287,11 @@ struct Level {
     slot_bits: u32,
     max_slots: usize,
     max_regions: usize,
-    /// Entries per slot of a map of `2^14` slots (a slot of the current
-    /// map is a run of them: `slot_of` takes the top bits).
+    /// Entries per slot of a map of `2^fine_bits` slots, its most (a slot
+    /// of the current map is a run of them: `slot_of` takes the top bits).
     fine: Vec<u32>,
-    /// Slots (of `2^14`) a step could not move whole: the region their
+    fine_bits: u32,
+    /// Fine slots a step could not move whole: the region their
     /// unmoved entries stayed in.
     split: HashMap<u32, u32>,
     short: u64,
@@ -303,8 +306,8 @@ struct Level {
 }
 
 impl Level {
-    fn new(m0: u64, max_regions: usize, geometry: Geometry) -> Level {
-        let max_slots = slots_for(max_regions);
+    fn new(m0: u64, max_regions: usize, geometry: Geometry, fine_bits: u32) -> Level {
+        let max_slots = slots_for(max_regions, fine_bits);
         let slot_bits = FIRST_SLOT_BITS.min(max_slots.trailing_zeros());
         let mut first = Region::new(Kind::Short3, m0);
         first.slots = (0..1u32 << slot_bits).collect();
@@ -316,7 +319,8 @@ impl Level {
             slot_bits,
             max_slots,
             max_regions,
-            fine: vec![0; MAX_REGIONS],
+            fine: vec![0; 1 << fine_bits],
+            fine_bits,
             split: HashMap::new(),
             short: 0,
             wide: 0,
@@ -339,18 +343,18 @@ impl Level {
         (h + self.m0 - local) % self.m0
     }
 
-    /// The fine slot (of `2^14`) of a tag in bucket `local` of its pair.
+    /// The fine slot of a tag in bucket `local` of its pair.
     fn fine_slot(&self, tag: u64, local: u64) -> usize {
-        slot_of(tag, local.min(self.alt(tag, local)), MAX_SLOT_BITS)
+        slot_of(tag, local.min(self.alt(tag, local)), self.fine_bits)
     }
 
     fn slot(&self, fine: usize) -> usize {
-        fine >> (MAX_SLOT_BITS - self.slot_bits)
+        fine >> (self.fine_bits - self.slot_bits)
     }
 
     /// Entries of a slot of the current map.
     fn slot_entries(&self, slot: usize) -> u64 {
-        let d = MAX_SLOT_BITS - self.slot_bits;
+        let d = self.fine_bits - self.slot_bits;
         self.fine[slot << d..(slot + 1) << d]
             .iter()
             .map(|&e| u64::from(e))
@@ -358,7 +362,7 @@ impl Level {
     }
 
     fn slot_split(&self, slot: usize) -> bool {
-        let d = MAX_SLOT_BITS - self.slot_bits;
+        let d = self.fine_bits - self.slot_bits;
         !self.split.is_empty()
             && (slot << d..(slot + 1) << d).any(|f| self.split.contains_key(&(f as u32)))
     }
@@ -373,7 +377,7 @@ impl Level {
         let tag = tag_of(h);
         let local = self.local(h);
         let alt = self.alt(tag, local);
-        let fine = slot_of(tag, local.min(alt), MAX_SLOT_BITS);
+        let fine = slot_of(tag, local.min(alt), self.fine_bits);
         let wide = wide_of(h, tag, self.geometry);
         let found = |r: usize| {
             let reg = &self.regions[r];
@@ -675,7 +679,11 @@ fn main() {
         .unwrap_or("32x2");
     let geometry = Geometry::parse(wide_arg);
     let wide = Kind::Wide(geometry);
-    let args: Vec<&String> = all.iter().filter(|a| !a.starts_with("wide=")).collect();
+    let slot_bits: u32 = all
+        .iter()
+        .find_map(|a| a.strip_prefix("slots="))
+        .map_or(MAX_SLOT_BITS, |b| b.parse().expect("slots=BITS"));
+    let args: Vec<&String> = all.iter().filter(|a| !a.contains('=')).collect();
     let n: u64 = args.get(1).map_or(1000, |a| a.parse().expect("n"));
     let growth: u64 = args.get(2).map_or(10_000, |a| a.parse().expect("growth"));
     let switch: f64 = args
@@ -731,7 +739,7 @@ fn main() {
     } else {
         budget_regions
     };
-    let mut level = Level::new(m0, max_regions, geometry);
+    let mut level = Level::new(m0, max_regions, geometry, slot_bits);
     println!(
         "n {n}: level 0 holds {level0_items} (generation {generation}, bound {bound0:.3e}, {:.2} bits/key); \
          level 1: m0 {m0}, own {own:.3e}, R_max {budget_regions} by the budget, {max_regions} here; \
