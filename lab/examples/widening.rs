@@ -1,11 +1,14 @@
 //! A sequential model of a region level whose tags widen (issue 17;
 //! docs/design.md, "Next: four lines at any size"), to check the design's
 //! arithmetic before it is built. Not koel's engine: a single-threaded
-//! level of regions of `m0` buckets, each bucket a 64-bit word, of two
-//! kinds: `21x3` (three 21-bit tags, as koel's region levels) and `32x2`
-//! (two 32-bit lanes holding *wide* entries, the key's 21-bit tag with the
-//! hash's next 11 bits above it, never all zero, or *short* ones, a 21-bit
-//! tag moved from a `21x3` region, high bits zero).
+//! level of regions of `m0` buckets, of two kinds: `21x3` (three 21-bit
+//! tags in a 64-bit word, as koel's region levels) and the wide kind
+//! (`wide=`: `32x2`, two 32-bit lanes in a 64-bit word, by default, or
+//! lanes of 22 to 32 bits in a 128-bit bucket, two adjacent words of one
+//! cache line: `32x4x128`, `28x4x128`, `25x5x128`), whose lanes hold
+//! *wide* entries, the key's 21-bit tag with high bits from the hash above
+//! it, never all zero, or *short* ones, a 21-bit tag moved from a `21x3`
+//! region, high bits zero.
 //!
 //! Level 0 is a real koel filter built for `n` keys: keys go into it until
 //! it publishes its level above (as `fine_growth`); from then on they go
@@ -23,42 +26,46 @@
 //! slot's entries all go to its new region, keeping their kind.
 //!
 //! The switch: once level 1's estimated rate reaches `switch` x `own`,
-//! every new region is `32x2`, and new keys of its slots are stored wide.
-//! A step's shares are weighted by a region's lanes at the load its kind's
-//! displacement reaches (`room`: 0.94 and 0.88; `lanes`, the design's rule,
-//! fills new `32x2` regions to 0.88 at once, and every insert into one then
-//! steps). After the switch, `policy` `first` takes slots from `21x3`
+//! every new region is of the wide kind, and new keys of its slots are
+//! stored wide. A step's shares are weighted by a region's lanes at the
+//! load its kind's displacement reaches (`room`: 0.94 for 3 lanes, 0.88
+//! for 2, `FILL_4` and `FILL_5`; `lanes`, the design's rule, fills new
+//! `32x2` regions to 0.88 at once, and every insert into one then steps). After the switch, `policy` `first` takes slots from `21x3`
 //! regions first (but a `32x2` region above its share gives first: left
 //! full, it refuses the next key too); `even` takes them by load alone;
 //! `drain` fills the new regions to 12/13 of their room from `21x3` regions
 //! whatever their load, to empty them; `reuse` is `drain`, and a `21x3`
 //! region left without slots (hence empty) becomes one of the next step's
-//! `32x2` regions instead of a new allocation. `switch` = `inf` never
+//! `32x2` regions instead of a new allocation; `close` is `reuse`, and a
+//! `21x3` region refuses a new key once (a step follows), so draining
+//! keeps pace with the keys. `switch` = `inf` never
 //! switches: today's level, which stops at koel's `R_max`.
 //!
 //! Rate: an absent key matches a stored entry only if it has the entry's
 //! tag (`1 / MAX_TAG`, `MAX_TAG = 2^21 - 2`) and the entry's pair (its
 //! local bucket is one of the pair's two, `2 / m0`; the pair then fixes
 //! its slot, hence its region), so a short entry costs
-//! `2 / (m0 * MAX_TAG)` and a wide one `1 / 2047` of that (its high bits
-//! must match too). The level's estimate is the sum over its entries; the
+//! `2 / (m0 * MAX_TAG)` and a wide one `1 / (2^(bits - 21) - 1)` of that
+//! (its high bits must match too: 1/2047 for 32-bit lanes). The level's estimate is the sum over its entries; the
 //! level is out of budget (a third level would start) when it passes
 //! `own`, or out of regions when a step finds `R_max` (no switch: koel's
 //! `max_regions_for(own)`) or 16,384 regions.
 //!
 //! Printed at 10x, 100x, ... of `n`, at 270,000x, at the switch and where
 //! the level runs out: regions of each kind (and `21x3` ones left without
-//! slots), short and wide entries, bits per key of both levels (8 bytes a
-//! bucket, stripes and maps left out) against 16.87 for a 16-bit filter
+//! slots), short and wide entries, bits per key of both levels (8 or 16
+//! bytes a bucket, stripes and maps left out) against 16.87 for a 16-bit filter
 //! built at that size, the loads, the FPR over 1M absent keys against the
 //! estimate, level 1's rate against `own`, copies per key moved by steps,
-//! and inserts that found no room right after a step.
+//! inserts that found no room right after a step, and slots of the map
+//! per region holding any (near 1-2, whole slots cannot even the loads).
 //!
 //! ```text
-//! cargo run --release -p koel-lab --example widening -- 1000 10000 0.3333 [first|even|drain|reuse] [room|lanes]
+//! cargo run --release -p koel-lab --example widening -- 1000 10000 0.3333 [first|even|drain|reuse|close] [room|lanes] [wide=32x2] [slots=14]
 //! ```
 //! (arguments: `n`, the growth to reach, `switch` (`inf`: never), the
-//! step's `policy` after the switch and its weights; `WIDENING_TRACE=1`
+//! step's `policy` after the switch and its weights, the wide kind; `slots=BITS` lets the
+//! map grow to `2^BITS` slots, not koel's `2^14`; `WIDENING_TRACE=1`
 //! prints each step after the switch). A run to 10,000x from 1,000 keys
 //! takes about 15 s and 50 MB; to 300,000x from 100, under 1 GB.
 
@@ -71,8 +78,9 @@ mod splitmix64;
 const TAG_BITS: u32 = 21;
 const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
 const MAX_TAG: u64 = (1 << TAG_BITS) - 2;
-/// Values of a wide entry's high 11 bits (never all zero).
-const WIDE_VALUES: f64 = 2047.0;
+/// Hash bits a wide entry's high bits are drawn from (evenly over their
+/// values but zero).
+const HIGH_SOURCE_BITS: u32 = 11;
 const KICKS: usize = 500;
 const CAP: f64 = 1e-2;
 const RIGHT_SIZED_BITS: f64 = 16.87;
@@ -82,7 +90,8 @@ const START: f64 = 0.4;
 const LOAD: f64 = 0.93;
 /// Koel's `sizing_load` of 16x4 (the items a level above is sized for).
 const LEVEL0_SIZING_LOAD: f64 = 0.95;
-/// Koel's map: at most `2^14` slots, hence regions.
+/// Koel's map: at most `2^14` slots (`slots=BITS` tries more), hence
+/// regions.
 const MAX_SLOT_BITS: u32 = 14;
 const MAX_REGIONS: usize = 1 << MAX_SLOT_BITS;
 const FIRST_SLOT_BITS: u32 = 6;
@@ -90,31 +99,90 @@ const MIN_SLOT_BITS: u32 = 10;
 const GROWING_SLOTS_PER_REGION: usize = 32;
 const SLOTS_PER_REGION: usize = 8;
 const STEP_DIVISOR: usize = 12;
+/// The load 4- and 5-lane buckets reach (see `Kind::fill`).
+const FILL_4: f64 = 0.96;
+const FILL_5: f64 = 0.97;
+
+/// The wide kind's bucket: `lanes` lanes of `lane_bits` (a 21-bit tag and
+/// `lane_bits - 21` high bits) in a bucket of `bucket_bits` (64, or 128:
+/// two adjacent words of one cache line).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Geometry {
+    lane_bits: u32,
+    lanes: usize,
+    bucket_bits: u64,
+}
+
+impl Geometry {
+    /// `32x2` (64-bit bucket), or `BITSxLANESx128`.
+    fn parse(s: &str) -> Geometry {
+        let parts: Vec<u64> = s
+            .split('x')
+            .map(|p| p.parse().expect("wide=BITSxLANES[x128]"))
+            .collect();
+        let g = Geometry {
+            lane_bits: parts[0] as u32,
+            lanes: parts[1] as usize,
+            bucket_bits: parts.get(2).copied().unwrap_or(64),
+        };
+        assert!(
+            g.lane_bits > TAG_BITS
+                && g.lane_bits <= 32
+                && g.lanes as u64 * u64::from(g.lane_bits) <= g.bucket_bits,
+            "wide={s}: lanes of 22 to 32 bits that fit the bucket"
+        );
+        g
+    }
+
+    /// Values of a wide entry's high bits (never all zero): a wide entry
+    /// costs a short one's rate over this.
+    fn values(self) -> f64 {
+        f64::from((1u32 << (self.lane_bits - TAG_BITS)) - 1)
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
-    /// Three 21-bit tags a bucket.
+    /// Three 21-bit tags a 64-bit bucket.
     Short3,
-    /// Two 32-bit lanes a bucket, wide or short entries.
-    Wide2,
+    /// The wide geometry's lanes, wide or short entries.
+    Wide(Geometry),
 }
 
 impl Kind {
     fn lanes(self) -> usize {
         match self {
             Kind::Short3 => 3,
-            Kind::Wide2 => 2,
+            Kind::Wide(g) => g.lanes,
         }
     }
 
-    /// The load its regions' displacement reaches: where this model's
-    /// regions refused inserts (mean over a run from 1,000 keys to
-    /// 10,000x: 0.941 and 0.883).
-    fn fill(self) -> f64 {
+    fn bucket_bits(self) -> u64 {
         match self {
-            Kind::Short3 => 0.94,
-            Kind::Wide2 => 0.88,
+            Kind::Short3 => 64,
+            Kind::Wide(g) => g.bucket_bits,
         }
+    }
+
+    fn is_wide(self) -> bool {
+        matches!(self, Kind::Wide(_))
+    }
+
+    /// The load its regions' displacement reaches (500 random kicks): the
+    /// mean load at which this model's regions refused inserts (3 lanes:
+    /// 0.941, 2 lanes: 0.883, from 1,000 keys to 10,000x; 4 and 5 lanes:
+    /// see the commit that measured them).
+    fn fill(self) -> f64 {
+        match self.lanes() {
+            2 => 0.88,
+            3 => 0.94,
+            4 => FILL_4,
+            _ => FILL_5,
+        }
+    }
+
+    fn index(self) -> usize {
+        usize::from(self.is_wide())
     }
 }
 
@@ -129,6 +197,10 @@ enum Policy {
     /// `Drain`, and a 21x3 region left without slots becomes one of the
     /// next step's 32x2 regions.
     Reuse,
+    /// `Reuse`, and a 21x3 region holding a key's slot refuses it once
+    /// (a step follows, then the key goes where its slot is): draining
+    /// keeps pace with the keys, whatever each kind's room.
+    Close,
 }
 
 struct Region {
@@ -176,9 +248,9 @@ fn slot_of(tag: u64, low: u64, slot_bits: u32) -> usize {
 }
 
 /// Koel's `slots_for`: the most slots a level of `max_regions` gets.
-fn slots_for(max_regions: usize) -> usize {
+fn slots_for(max_regions: usize, max_slot_bits: u32) -> usize {
     (max_regions * SLOTS_PER_REGION)
-        .min(MAX_REGIONS)
+        .min(1 << max_slot_bits)
         .next_power_of_two()
         .max(1 << MIN_SLOT_BITS)
 }
@@ -188,10 +260,11 @@ fn tag_of(h: u64) -> u64 {
     1 + ((u128::from(h) * u128::from(MAX_TAG)) >> 64) as u64
 }
 
-/// A key's wide entry: its tag, and the hash's next 11 bits above it
-/// (zero remapped to 1).
-fn wide_of(h: u64, tag: u64) -> u32 {
-    let high = ((h >> 32) & 0x7FF).max(1) as u32;
+/// A key's wide entry: its tag, and above it high bits from the hash's
+/// next 11 bits, spread evenly over `1..=values`.
+fn wide_of(h: u64, tag: u64, g: Geometry) -> u32 {
+    let x = (h >> 32) & ((1 << HIGH_SOURCE_BITS) - 1);
+    let high = 1 + ((x * g.values() as u64) >> HIGH_SOURCE_BITS) as u32;
     tag as u32 | high << TAG_BITS
 }
 
@@ -206,16 +279,19 @@ enum Out {
 
 struct Level {
     m0: u64,
+    /// The wide kind.
+    geometry: Geometry,
     regions: Vec<Region>,
     /// Slot -> region, `2^slot_bits` slots.
     map: Vec<u32>,
     slot_bits: u32,
     max_slots: usize,
     max_regions: usize,
-    /// Entries per slot of a map of `2^14` slots (a slot of the current
-    /// map is a run of them: `slot_of` takes the top bits).
+    /// Entries per slot of a map of `2^fine_bits` slots, its most (a slot
+    /// of the current map is a run of them: `slot_of` takes the top bits).
     fine: Vec<u32>,
-    /// Slots (of `2^14`) a step could not move whole: the region their
+    fine_bits: u32,
+    /// Fine slots a step could not move whole: the region their
     /// unmoved entries stayed in.
     split: HashMap<u32, u32>,
     short: u64,
@@ -230,19 +306,21 @@ struct Level {
 }
 
 impl Level {
-    fn new(m0: u64, max_regions: usize) -> Level {
-        let max_slots = slots_for(max_regions);
+    fn new(m0: u64, max_regions: usize, geometry: Geometry, fine_bits: u32) -> Level {
+        let max_slots = slots_for(max_regions, fine_bits);
         let slot_bits = FIRST_SLOT_BITS.min(max_slots.trailing_zeros());
         let mut first = Region::new(Kind::Short3, m0);
         first.slots = (0..1u32 << slot_bits).collect();
         Level {
             m0,
+            geometry,
             regions: vec![first],
             map: vec![0; 1 << slot_bits],
             slot_bits,
             max_slots,
             max_regions,
-            fine: vec![0; MAX_REGIONS],
+            fine: vec![0; 1 << fine_bits],
+            fine_bits,
             split: HashMap::new(),
             short: 0,
             wide: 0,
@@ -265,18 +343,18 @@ impl Level {
         (h + self.m0 - local) % self.m0
     }
 
-    /// The fine slot (of `2^14`) of a tag in bucket `local` of its pair.
+    /// The fine slot of a tag in bucket `local` of its pair.
     fn fine_slot(&self, tag: u64, local: u64) -> usize {
-        slot_of(tag, local.min(self.alt(tag, local)), MAX_SLOT_BITS)
+        slot_of(tag, local.min(self.alt(tag, local)), self.fine_bits)
     }
 
     fn slot(&self, fine: usize) -> usize {
-        fine >> (MAX_SLOT_BITS - self.slot_bits)
+        fine >> (self.fine_bits - self.slot_bits)
     }
 
     /// Entries of a slot of the current map.
     fn slot_entries(&self, slot: usize) -> u64 {
-        let d = MAX_SLOT_BITS - self.slot_bits;
+        let d = self.fine_bits - self.slot_bits;
         self.fine[slot << d..(slot + 1) << d]
             .iter()
             .map(|&e| u64::from(e))
@@ -284,7 +362,7 @@ impl Level {
     }
 
     fn slot_split(&self, slot: usize) -> bool {
-        let d = MAX_SLOT_BITS - self.slot_bits;
+        let d = self.fine_bits - self.slot_bits;
         !self.split.is_empty()
             && (slot << d..(slot + 1) << d).any(|f| self.split.contains_key(&(f as u32)))
     }
@@ -292,15 +370,15 @@ impl Level {
     /// The level's rate now: the sum of its entries' match probabilities.
     fn rate(&self) -> f64 {
         let short = 2.0 / (self.m0 as f64 * MAX_TAG as f64);
-        short * (self.short as f64 + self.wide as f64 / WIDE_VALUES)
+        short * (self.short as f64 + self.wide as f64 / self.geometry.values())
     }
 
     fn holds(&self, h: u64) -> bool {
         let tag = tag_of(h);
         let local = self.local(h);
         let alt = self.alt(tag, local);
-        let fine = slot_of(tag, local.min(alt), MAX_SLOT_BITS);
-        let wide = wide_of(h, tag);
+        let fine = slot_of(tag, local.min(alt), self.fine_bits);
+        let wide = wide_of(h, tag, self.geometry);
         let found = |r: usize| {
             let reg = &self.regions[r];
             let lanes = reg.kind.lanes();
@@ -308,7 +386,7 @@ impl Level {
                 let b = l as usize * lanes;
                 reg.cells[b..b + lanes]
                     .iter()
-                    .any(|&v| v == tag as u32 || (reg.kind == Kind::Wide2 && v == wide))
+                    .any(|&v| v == tag as u32 || (reg.kind.is_wide() && v == wide))
             })
         };
         found(self.map[self.slot(fine)] as usize)
@@ -364,18 +442,24 @@ impl Level {
     }
 
     /// Inserts hash `h`; `false` if its region has no room.
-    fn insert(&mut self, h: u64) -> bool {
+    fn insert(&mut self, h: u64, close: bool) -> bool {
         let tag = tag_of(h);
         let local = self.local(h);
         let fine = self.fine_slot(tag, local);
-        let r = self.map[self.slot(fine)] as usize;
+        let slot = self.slot(fine);
+        let r = self.map[slot] as usize;
         let kind = self.regions[r].kind;
+        // (A slot split by a hop that found no room cannot move: a step
+        // would not drain it.)
+        if close && kind == Kind::Short3 && !self.slot_split(slot) {
+            return false;
+        }
         let value = match kind {
             Kind::Short3 => tag as u32,
-            Kind::Wide2 => wide_of(h, tag),
+            Kind::Wide(g) => wide_of(h, tag, g),
         };
         if !self.place(r, value, local) {
-            let k = kind as usize;
+            let k = kind.index();
             let load = self.regions[r].load();
             self.refusals[k].0 += load;
             self.refusals[k].1 += 1;
@@ -385,7 +469,7 @@ impl Level {
         self.fine[fine] += 1;
         match kind {
             Kind::Short3 => self.short += 1,
-            Kind::Wide2 => self.wide += 1,
+            Kind::Wide(_) => self.wide += 1,
         }
         true
     }
@@ -410,7 +494,7 @@ impl Level {
         }
         self.steps += 1;
         let mut new: Vec<usize> = Vec::new();
-        if policy == Policy::Reuse && switched {
+        if matches!(policy, Policy::Reuse | Policy::Close) && switched {
             for (r, reg) in self.regions.iter_mut().enumerate() {
                 // (Entries whose hop found no room keep a region without
                 // slots in use.)
@@ -419,7 +503,7 @@ impl Level {
                     && reg.slots.is_empty()
                     && reg.entries == 0
                 {
-                    *reg = Region::new(Kind::Wide2, self.m0);
+                    *reg = Region::new(Kind::Wide(self.geometry), self.m0);
                     new.push(r);
                 }
             }
@@ -448,12 +532,12 @@ impl Level {
             .map(|r| self.regions[r].weight(room))
             .sum();
         let mut mean = entries as f64 / weight;
-        let drain = switched && matches!(policy, Policy::Drain | Policy::Reuse);
+        let drain = switched && matches!(policy, Policy::Drain | Policy::Reuse | Policy::Close);
         if drain {
             // The share as if the 21x3 regions were gone, at most the load
             // a step of today's leaves (12/13 of the room).
             let wide: f64 = (0..regions)
-                .filter(|&r| self.regions[r].kind == Kind::Wide2)
+                .filter(|&r| self.regions[r].kind.is_wide())
                 .map(|r| self.regions[r].weight(room))
                 .sum();
             let most = STEP_DIVISOR as f64 / (STEP_DIVISOR + 1) as f64;
@@ -491,8 +575,11 @@ impl Level {
             // until the 21x3 regions are drained: 148 -> 607 regions at
             // once from 1,000 keys at 3,984x).
             let first = switched && policy != Policy::Even;
-            let over =
-                fullest(false).filter(|&r| self.regions[r].kind == Kind::Wide2 && load(r) > mean);
+            // Closing, the 21x3 regions give before all: each key of
+            // their slots steps, so the step must take their slots.
+            let over = fullest(false)
+                .filter(|&r| self.regions[r].kind.is_wide() && load(r) > mean)
+                .filter(|_| !(switched && policy == Policy::Close && fullest(true).is_some()));
             let (from, priority) = match (over, fullest(first)) {
                 (Some(r), _) => (r, false),
                 (None, Some(r)) => (r, first),
@@ -526,9 +613,9 @@ impl Level {
         }
         if std::env::var_os("WIDENING_TRACE").is_some() && switched {
             let (r3, e3, l3) = self.kind_stats(Kind::Short3);
-            let (r2, _, l2) = self.kind_stats(Kind::Wide2);
+            let (r2, _, l2) = self.kind_stats(Kind::Wide(self.geometry));
             eprintln!(
-                "step {}: {old} -> {regions} regions, {} slots moved, mean {mean:.3}, 21x3 {r3} ({e3} without slots) load {l3:.3}, 32x2 {r2} load {l2:.3}",
+                "step {}: {old} -> {regions} regions, {} slots moved, mean {mean:.3}, 21x3 {r3} ({e3} without slots) load {l3:.3}, wide {r2} load {l2:.3}",
                 self.steps,
                 moves.len()
             );
@@ -569,7 +656,8 @@ impl Level {
     }
 
     fn bits(&self) -> f64 {
-        (self.regions.len() as u64 * self.m0 * 64) as f64
+        let bucket_bits: u64 = self.regions.iter().map(|r| r.kind.bucket_bits()).sum();
+        (bucket_bits * self.m0) as f64
     }
 
     /// Regions of `kind`, those of them without slots, and their load
@@ -584,7 +672,18 @@ impl Level {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let all: Vec<String> = std::env::args().collect();
+    let wide_arg = all
+        .iter()
+        .find_map(|a| a.strip_prefix("wide="))
+        .unwrap_or("32x2");
+    let geometry = Geometry::parse(wide_arg);
+    let wide = Kind::Wide(geometry);
+    let slot_bits: u32 = all
+        .iter()
+        .find_map(|a| a.strip_prefix("slots="))
+        .map_or(MAX_SLOT_BITS, |b| b.parse().expect("slots=BITS"));
+    let args: Vec<&String> = all.iter().filter(|a| !a.contains('=')).collect();
     let n: u64 = args.get(1).map_or(1000, |a| a.parse().expect("n"));
     let growth: u64 = args.get(2).map_or(10_000, |a| a.parse().expect("growth"));
     let switch: f64 = args
@@ -595,7 +694,8 @@ fn main() {
         "even" => Policy::Even,
         "drain" => Policy::Drain,
         "reuse" => Policy::Reuse,
-        p => panic!("policy {p}: first, even, drain or reuse"),
+        "close" => Policy::Close,
+        p => panic!("policy {p}: first, even, drain, reuse or close"),
     };
     let room = match args.get(5).map_or("room", |a| a.as_str()) {
         "room" => true,
@@ -639,19 +739,20 @@ fn main() {
     } else {
         budget_regions
     };
-    let mut level = Level::new(m0, max_regions);
+    let mut level = Level::new(m0, max_regions, geometry, slot_bits);
     println!(
         "n {n}: level 0 holds {level0_items} (generation {generation}, bound {bound0:.3e}, {:.2} bits/key); \
          level 1: m0 {m0}, own {own:.3e}, R_max {budget_regions} by the budget, {max_regions} here; \
-         switch at {switch} x own, policy {}, weight {}",
+         switch at {switch} x own to {wide_arg} (fill {:.2}), policy {}, weight {}",
         level0_bits / level0_items as f64,
+        wide.fill(),
         args.get(4).map_or("first", |a| a.as_str()),
         if room { "room" } else { "lanes" },
     );
     println!(
-        "| keys | growth | 21x3 (no slots) | 32x2 (no slots) | short | wide | bits/key | x right-sized | load 21x3 | load 32x2 | FPR measured | FPR estimate | L1 rate / own | copies/key | retries |"
+        "| keys | growth | 21x3 (no slots) | wide (no slots) | short | wide | bits/key | x right-sized | load 21x3 | load wide | FPR measured | FPR estimate | L1 rate / own | copies/key | retries | slots/region |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let report = |level: &Level, inserted: u64, retries: u64, note: &str| {
         let absent = 1_000_000u64;
         let hits = (0..absent)
@@ -662,10 +763,13 @@ fn main() {
             .count();
         let bits = (level0_bits + level.bits()) / inserted as f64;
         let (r3, e3, l3) = level.kind_stats(Kind::Short3);
-        let (r2, e2, l2) = level.kind_stats(Kind::Wide2);
+        let (r2, e2, l2) = level.kind_stats(wide);
+        // Slots per region holding any: near 1-2 the map's slots are too
+        // coarse to balance the regions.
+        let holding = level.regions.iter().filter(|r| !r.slots.is_empty()).count();
         let held = (level.short + level.wide).max(1) as f64;
         println!(
-            "| {inserted} | {}x{note} | {r3} ({e3}) | {r2} ({e2}) | {:.1}% | {:.1}% | {bits:.2} | {:.2} | {l3:.3} | {l2:.3} | {:.3e} | {:.3e} | {:.3} | {:.2} | {retries} |",
+            "| {inserted} | {}x{note} | {r3} ({e3}) | {r2} ({e2}) | {:.1}% | {:.1}% | {bits:.2} | {:.2} | {l3:.3} | {l2:.3} | {:.3e} | {:.3e} | {:.3} | {:.2} | {retries} | {:.1} |",
             inserted / n,
             100.0 * level.short as f64 / held,
             100.0 * level.wide as f64 / held,
@@ -674,6 +778,7 @@ fn main() {
             f.stats().false_positive_rate + level.rate(),
             level.rate() / own,
             level.copies as f64 / held,
+            level.map.len() as f64 / holding as f64,
         );
     };
     let mut points: Vec<u64> = (1..=9).map(|e| 10u64.pow(e) * n).collect();
@@ -692,7 +797,7 @@ fn main() {
         let h = f.hash(&key(j));
         j += 1;
         let mut stepped = false;
-        while !level.insert(h) {
+        while !level.insert(h, switched && policy == Policy::Close && !stepped) {
             if stepped {
                 retries += 1;
             }
@@ -700,7 +805,7 @@ fn main() {
                 switched = true;
                 report(&level, inserted, retries, " (switch)");
             }
-            let kind = if switched { Kind::Wide2 } else { Kind::Short3 };
+            let kind = if switched { wide } else { Kind::Short3 };
             if let Err(o) = level.step(kind, switched, policy, room) {
                 out = Some(o);
                 break 'grow;
@@ -728,7 +833,7 @@ fn main() {
             inserted / n
         );
     }
-    for (kind, (sum, count, least)) in [Kind::Short3, Kind::Wide2].iter().zip(level.refusals) {
+    for (kind, (sum, count, least)) in [Kind::Short3, wide].iter().zip(level.refusals) {
         if count > 0 {
             println!(
                 "{kind:?} regions refused an insert {count} times, at mean load {:.3} (least {least:.3})",
