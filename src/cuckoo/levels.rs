@@ -580,8 +580,10 @@ impl CuckooFilter {
     }
 
     /// `insert` (with `unique`, `insert_unique`) of a filter that has levels
-    /// (or is one): into the newest level; `insert_unique` decides under the
-    /// key's pair stripe in this (the first) level, asking every level.
+    /// (or is one): into a free lane of this (the first) level's pair while
+    /// it is below its sizing load, else the newest level; `insert_unique`
+    /// decides under the key's pair stripe in this level, asking every
+    /// level.
     #[cold]
     #[inline(never)]
     pub(crate) fn insert_leveled(&self, hash: u64, unique: bool) -> Result<bool, InsertError> {

@@ -314,8 +314,9 @@ impl CuckooFilter {
 
     /// `insert` (or, with `unique`, `insert_unique`) of the hash `hash`
     /// gives (told what the route knows of the algorithm). Dispatched on
-    /// the route, as `contains_in` is: a filter with levels inserts into
-    /// its newest level (`levels.rs`).
+    /// the route, as `contains_in` is: a filter with levels takes the
+    /// cold path of `levels.rs` (its first table's free lanes, else its
+    /// newest level).
     #[inline(always)]
     pub(crate) fn insert_in(
         &self,
