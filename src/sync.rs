@@ -27,28 +27,6 @@ pub(crate) use loom::sync::{Mutex, MutexGuard};
 /// A flag no protocol reads (whether a table's pages were released).
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) use std::sync::atomic::AtomicBool as StatBool;
-/// A flag no protocol depends on (either value is correct, one is
-/// cheaper): always a `std` atomic, as the statistics below, so loom does
-/// not spend interleavings on it.
-pub(crate) struct Hint(#[allow(clippy::disallowed_types)] std::sync::atomic::AtomicBool);
-
-impl Hint {
-    pub(crate) const fn new(value: bool) -> Hint {
-        #[allow(clippy::disallowed_types)]
-        Hint(std::sync::atomic::AtomicBool::new(value))
-    }
-
-    pub(crate) fn get(&self) -> bool {
-        // Relaxed: a hint orders nothing; a stale value is one of the two
-        // correct ones.
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    pub(crate) fn set(&self, value: bool) {
-        // Relaxed: as in `get`.
-        self.0.store(value, std::sync::atomic::Ordering::Relaxed);
-    }
-}
 /// Statistics counters that no protocol reads: always `std` atomics, so loom
 /// does not spend its interleavings on them.
 #[allow(clippy::disallowed_types)]

@@ -20,10 +20,11 @@
 //! The rules (see `docs/design.md`, "Growth beyond the tag bits" and
 //! "Wiring the engine into the filter"):
 //!
-//! * **Inserts** go to the first level with room: level 0 while the key's
-//!   pair there has a free lane and level 0 is below its sizing load
-//!   (`insert_if_free`; no search, level 0 stopped growing), else the
-//!   newest level. Keys never move between levels.
+//! * **Inserts** go to the first level with room: level 0 if the key's
+//!   pair there has a free lane in a bucket that keeps another
+//!   (`insert_keeping_a_lane`; no search, level 0 stopped growing), else
+//!   the newest level; if that refuses (a cap) while level 0 is below its
+//!   sizing load, a search in level 0. Keys never move between levels.
 //! * **Lookups** read level 0 as before; only a negative answer looks at
 //!   the chain (one load of the `upper` pointer, null on a filter that never
 //!   outgrew its first size), newest level first, each level's pair
@@ -55,9 +56,9 @@ use crate::error::InsertError;
 use crate::hash::HashAlgorithm;
 use crate::raw::bucket::L21x3;
 use crate::raw::geometry::Geometry;
-use crate::raw::ops::Search;
+use crate::raw::ops::{self, Lanes, Search};
 use crate::raw::table::Table;
-use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Hint, Ordering};
+use crate::sync::{AtomicPtr, AtomicUsize, Backoff, Ordering};
 use region::{first_bytes, first_region_bound, Plan, RegionLevel};
 
 /// Runs `f` out of line: the dispatch arm of the levels' layout, kept off
@@ -213,13 +214,7 @@ impl<'a> Level<'a> {
     /// Removes one copy of `hash`'s tag from this level alone.
     fn remove(self, hash: u64) -> bool {
         match self {
-            Level::Table(f) => {
-                let removed = f.remove_here(hash, &f.writer_pin());
-                if removed {
-                    f.upper.reopen_free_lanes();
-                }
-                removed
-            }
+            Level::Table(f) => f.remove_here(hash, &f.writer_pin()),
             Level::Regions(r) => r.regions().remove(hash),
         }
     }
@@ -284,10 +279,7 @@ impl<'a> Level<'a> {
     /// Empties this level.
     pub(crate) fn clear(self) {
         match self {
-            Level::Table(f) => {
-                f.clear_here();
-                f.upper.reopen_free_lanes();
-            }
+            Level::Table(f) => f.clear_here(),
             Level::Regions(r) => r.regions().clear(),
         }
     }
@@ -313,10 +305,6 @@ pub(crate) struct Upper {
     /// of region levels (`CuckooFilterBuilder::doubling_levels`: tests of
     /// those files only).
     doubling: bool,
-    /// Whether the level that owns this link, once it has a level above,
-    /// still takes plain inserts into free lanes: until it holds its
-    /// layout's sizing load (`CuckooFilter::insert_if_free`).
-    free_lanes: Hint,
 }
 
 impl Upper {
@@ -364,15 +352,7 @@ impl Upper {
             cap,
             cap_memory,
             doubling,
-            free_lanes: Hint::new(true),
         }
-    }
-
-    /// A remove or `clear` freed lanes in the level that owns this link:
-    /// plain inserts may take them again (until the next count finds it at
-    /// its sizing load).
-    fn reopen_free_lanes(&self) {
-        self.free_lanes.set(true);
     }
 
     /// The level above, if one was published.
@@ -580,8 +560,8 @@ impl CuckooFilter {
     }
 
     /// `insert` (with `unique`, `insert_unique`) of a filter that has levels
-    /// (or is one): into a free lane of this (the first) level's pair while
-    /// it is below its sizing load, else the newest level; `insert_unique`
+    /// (or is one): into a free lane of this (the first) level's pair that
+    /// keeps its bucket another, else the newest level; `insert_unique`
     /// decides under the key's pair stripe in this level, asking every
     /// level.
     #[cold]
@@ -593,28 +573,38 @@ impl CuckooFilter {
             return self.insert_here(hash, unique, &self.writer_pin());
         }
         if !unique {
-            if self.upper.free_lanes.get() && self.insert_if_free(hash, Search::Never) {
+            if self.insert_keeping_a_lane(hash) {
                 return Ok(true);
             }
             return match self.insert_newest(hash) {
                 // At a cap, the newest level may be full while removes left
                 // this one room elsewhere than in the key's own pair: a
                 // search finds it.
-                Err(refusal)
-                    if !matches!(refusal, InsertError::TooManyCopies { .. })
-                        && self.upper.free_lanes.get()
-                        && self.insert_if_free(hash, Search::UnlessHinted) =>
-                {
+                Err(refusal) if self.may_search_after(&refusal) && self.insert_searching(hash) => {
                     Ok(true)
                 }
                 other => other,
             };
         }
         let _pin = self.writer_pin();
+        let mut lanes = Lanes::KeepOne;
         loop {
             let t = self.table();
-            if let Some(inserted) = self.insert_unique_above(t, hash)? {
-                return Ok(inserted);
+            match self.insert_unique_above(t, hash, lanes) {
+                Ok(Some(inserted)) => return Ok(inserted),
+                // The same at a cap: room made in this level's pair (by
+                // displacement, the stripe released), then a second
+                // decision, which may take any lane there.
+                Err(refusal)
+                    if lanes == Lanes::KeepOne
+                        && self.may_search_after(&refusal)
+                        && self.make_room_here(t, hash) =>
+                {
+                    lanes = Lanes::Any;
+                    continue;
+                }
+                Err(refusal) => return Err(refusal),
+                Ok(None) => {}
             }
             // The pair's stripe is sealed: the table is being replaced (not
             // for a level that stopped doubling, but possible while `clear`
@@ -624,52 +614,70 @@ impl CuckooFilter {
     }
 
     /// A plain insert into a free lane of this (the first) level's pair,
-    /// which stopped growing: with `Search::Never`, as every plain insert
-    /// tries first, it costs the two loads a lookup makes; with a search,
-    /// after the newest level refused (at a cap). `false`: no room. A
-    /// first level stops at its first failed search, which in a table of
-    /// small regions comes early (0.80 full with 64-bucket regions, 0.90
-    /// with 264): the keys it still has lanes for cost 16.5 bits each
-    /// instead of an upper level's 23. It takes them up to its sizing
-    /// load, not to the last lane: its bound is its rate with every slot
-    /// full, and a filter whose first level is at 0.98 of a bound that is
-    /// 0.98 of the cap (12-bit tags at 1%) would measure rates over the
-    /// cap by chance alone.
-    fn insert_if_free(&self, hash: u64, search: Search) -> bool {
+    /// which stopped growing, in a bucket that keeps another free lane
+    /// after it (no search: the two loads a lookup makes); `false`: the key
+    /// goes up. A first level stops growing at its first failed search,
+    /// which in a table of small regions comes early (0.80 full with
+    /// 64-bucket regions, 0.90 with 264); the keys it still has lanes for
+    /// cost 16.5 bits each instead of an upper level's 23. Not its last
+    /// lanes: its bound is its rate with every slot full, and a filter
+    /// whose first level is at 0.99 of a bound that is 0.98 of the cap
+    /// (12-bit tags at 1%) measures rates over the cap by chance alone. A
+    /// rule of the two words, not of a count: a filter read from a file
+    /// (a Redis replica) places every later key as the one that saved it.
+    fn insert_keeping_a_lane(&self, hash: u64) -> bool {
+        let a = self.addressing();
+        // A look first, without announcing the write: a first level whose
+        // buckets keep their last lanes turns most keys away.
+        let t = self.table();
+        if t.migration().is_some()
+            || !super::with_layout!(self, L => ops::has_two_free_lanes::<L>(t, hash, a))
+        {
+            // (A migration: its last doubling's, rare and brief.)
+            return false;
+        }
         let _pin = self.writer_pin();
         let t = self.table();
         if t.migration().is_some() {
-            // Its last doubling still migrates (rare, and brief).
             return false;
         }
+        super::with_layout!(self, L => ops::insert_keeping_a_lane::<L>(t, hash, a, &self.counters))
+    }
+
+    /// Whether an insert the newest level refused with `refusal` may search
+    /// this (the first) level for room: a refusal for room (at a cap, not
+    /// for copies), and this level below its sizing load (counted: 65
+    /// loads, on refusals only).
+    fn may_search_after(&self, refusal: &InsertError) -> bool {
+        !matches!(refusal, InsertError::TooManyCopies { .. })
+            && self.table().migration().is_none()
+            && (self.counters.len() as f64)
+                < self.layout.sizing_load() * self.slots(self.table()) as f64
+    }
+
+    /// A plain insert into this level with a displacement search (after
+    /// the newest level refused it, [`may_search_after`](Self::may_search_after)).
+    fn insert_searching(&self, hash: u64) -> bool {
+        let _pin = self.writer_pin();
+        let t = self.table();
         let a = self.addressing();
-        let put = super::with_layout!(self, L => crate::raw::ops::insert_hash::<L>(
+        let put = super::with_layout!(self, L => ops::insert_hash::<L>(
             t,
             hash,
             a,
             false,
-            crate::raw::ops::nowhere,
-            search,
+            ops::nowhere,
+            Search::UnlessHinted,
             &self.counters,
         ));
-        if put == Ok(true) {
-            self.count_now_and_then(t, hash);
-        }
         put == Ok(true)
     }
 
-    /// After an insert of `hash` into this level (or, for `insert_unique`,
-    /// one that may have gone up): one in 64 (by its hash) counts this
-    /// level's items, since summing the counters' shards costs more than an
-    /// insert, and closes its free lanes at its sizing load.
-    fn count_now_and_then(&self, t: &Table, hash: u64) {
-        if hash >> 58 == 0 {
-            let full = self.layout.sizing_load() * self.slots(t) as f64;
-            if self.counters.len() as f64 >= full {
-                // A late reader puts one more key here.
-                self.upper.free_lanes.set(false);
-            }
-        }
+    /// Frees a lane of `hash`'s pair in `t`, this level's table, by
+    /// displacement (an `insert_unique` the newest level refused).
+    fn make_room_here(&self, t: &Table, hash: u64) -> bool {
+        let a = self.addressing();
+        super::with_layout!(self, L => ops::make_room_for::<L>(t, hash, a, &self.counters))
     }
 
     /// Whether some level above this one holds the tag of `hash`.
@@ -917,34 +925,33 @@ impl CuckooFilter {
         if !unique {
             return upper.insert(hash).map(Some);
         }
-        self.insert_unique_above(t, hash)
+        self.insert_unique_above(t, hash, Lanes::Any)
     }
 
     /// `insert_unique` of `hash` into the levels above `t`'s level, under
     /// the key's pair stripe in `t`, which every `insert_unique` of the key
     /// holds for its decision: `Ok(false)` if any level holds the tag, else
-    /// into a free slot of the pair (while this level takes free lanes, as
-    /// plain inserts: [`insert_if_free`](Self::insert_if_free)) or the
-    /// newest level. `Ok(None)` if the stripe is sealed (retry).
-    fn insert_unique_above(&self, t: &Table, hash: u64) -> Result<Option<bool>, InsertError> {
+    /// into a free slot of the pair (`lanes`: as plain inserts take them,
+    /// [`insert_keeping_a_lane`](Self::insert_keeping_a_lane), or any once
+    /// room was made at a cap) or the newest level. `Ok(None)` if the
+    /// stripe is sealed (retry).
+    fn insert_unique_above(
+        &self,
+        t: &Table,
+        hash: u64,
+        lanes: Lanes,
+    ) -> Result<Option<bool>, InsertError> {
         let insert_up = || self.insert_newest(hash);
         let has_above = || self.contains_above(hash);
-        let here = self.upper.free_lanes.get();
-        let decided = super::with_layout!(self, L => crate::raw::ops::insert_unique_beyond::<L>(
+        let decided = super::with_layout!(self, L => ops::insert_unique_beyond::<L>(
             t,
             hash,
             &self.counters,
-            here,
+            lanes,
             has_above,
             &insert_up,
         ));
         match decided {
-            Ok(Ok(true)) => {
-                if here {
-                    self.count_now_and_then(t, hash);
-                }
-                Ok(Some(true))
-            }
             Ok(result) => result.map(Some),
             Err(_) => Ok(None),
         }

@@ -315,7 +315,7 @@ impl CuckooFilter {
     /// `insert` (or, with `unique`, `insert_unique`) of the hash `hash`
     /// gives (told what the route knows of the algorithm). Dispatched on
     /// the route, as `contains_in` is: a filter with levels takes the
-    /// cold path of `levels.rs` (its first table's free lanes, else its
+    /// cold path of `levels.rs` (a free lane of its first table, else its
     /// newest level).
     #[inline(always)]
     pub(crate) fn insert_in(
@@ -677,9 +677,10 @@ impl CuckooFilter {
     /// next level gets half of what is left then, so all levels together
     /// stay within the cap and growth stops only at memory (or when what is
     /// left of the cap cannot pay one region). An insert takes a free slot
-    /// of its two first-table buckets while the first table is below its
-    /// sizing load (0.95 for 16-bit tags), else goes to the newest level;
-    /// lookups read the newest level first and, for a negative
+    /// of its two first-table buckets if that bucket keeps another free
+    /// slot, else goes to the newest level (so the first table never fills
+    /// its last slots, whose rate its bound counts: it ends about 0.88 to
+    /// 0.95 full); lookups read the newest level first and, for a negative
     /// answer, every level (two cache lines per level; a 16-bit filter
     /// built for 1,000 keys holds 10,000,000 on two levels at the default
     /// 1%). `insert_unique` keeps exactly one winner (it decides under the
@@ -714,12 +715,14 @@ impl CuckooFilter {
     /// it in at once.
     ///
     /// With levels, new keys go to a free slot of their first-table
-    /// buckets (while that table is below its sizing load) or to the
-    /// newest level, so a remove frees room for them if it takes a key
-    /// from one of those two: at its `max_memory`, a filter whose oldest
-    /// keys (in its first table) are removed takes new ones again. Keys
-    /// removed from a level between the first and the newest (a filter
-    /// with three levels or more) free room that no new key takes.
+    /// buckets or to the newest level; when the newest level refuses one
+    /// (at a cap) and the first table is below its sizing load (0.95 for
+    /// 16-bit tags), it searches the first table for room, as
+    /// `insert_unique` does then. So a remove frees room for new keys if it
+    /// takes a key from one of those two: at its `max_memory`, a filter
+    /// whose oldest keys (in its first table) are removed takes new ones
+    /// again. Keys removed from a level between the first and the newest (a
+    /// filter with three levels or more) free room that no new key takes.
     ///
     /// # Errors
     ///

@@ -19,6 +19,21 @@ pub(crate) fn put_from<L: Layout>(word: &AtomicU64, current: u64, tag: u64, shar
     update_from(word, current, shard, |w| bucket::with_tag::<L>(w, tag))
 }
 
+/// [`put`] only into a word that keeps another free lane after it: the
+/// first level of a filter with levels takes keys no further than that
+/// (`cuckoo/levels.rs`), a rule of the word alone, so a filter loaded
+/// from a file decides as the one that saved it.
+#[inline]
+pub(crate) fn put_keeping_a_lane<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {
+    update(word, shard, |w| {
+        if bucket::empty::<L>(w) >= 2 {
+            bucket::with_tag::<L>(w, tag)
+        } else {
+            None
+        }
+    })
+}
+
 /// Clears one copy of `tag` from `word`; `false` if it holds none.
 #[inline]
 pub(crate) fn take<L: Layout>(word: &AtomicU64, tag: u64, shard: &Shard) -> bool {

@@ -65,7 +65,7 @@
 //! wait for a stopped writer is a count of the tag that writer is moving.
 
 use super::bucket::{self, Layout};
-use super::cas::{put, put_from, take};
+use super::cas::{put, put_from, put_keeping_a_lane, take};
 use super::counters::Counters;
 use super::geometry::{Addressing, Located};
 use super::path::{self, Room};
@@ -252,10 +252,6 @@ pub(crate) enum Search {
     UnlessHinted,
     /// Search whatever the hint says (an insert that just armed it).
     Always,
-    /// Never search: only a free lane of the pair will do (the first level
-    /// of a filter with levels, which stopped growing but still takes the
-    /// keys its pairs have room for, `cuckoo/levels.rs`).
-    Never,
 }
 
 /// Inserts the tag of `at`. With `unique`, first checks (under the pair's
@@ -386,7 +382,7 @@ fn insert_again<L: Layout>(
                 return Ok(true);
             }
         }
-        if search == Search::Never || search == Search::UnlessHinted && t.room().is_full() {
+        if search == Search::UnlessHinted && t.room().is_full() {
             return Err(InsertFailure::Full { searched: false });
         }
         match path::make_room::<L>(t, i1, i2, shard, |_| true) {
@@ -459,16 +455,16 @@ pub(crate) fn nowhere() -> bool {
 
 /// `insert_unique` of hash `h` once its level may not grow: under the
 /// key's pair stripe, `Ok(false)` if the pair or `elsewhere` holds the tag,
-/// else the tag goes into a free slot of the pair (if `here`: the level
-/// still takes keys) or, failing that, through `insert_elsewhere` (into an
-/// upper level). Every
+/// else the tag goes into a free slot of the pair (`lanes`: any, or only
+/// in a bucket that keeps another) or, failing that, through
+/// `insert_elsewhere` (into an upper level). Every
 /// `insert_unique` of the key holds this stripe for its decision, so of
 /// racing ones exactly one inserts.
 pub(crate) fn insert_unique_beyond<L: Layout>(
     t: &Table,
     h: u64,
     c: &Counters,
-    here: bool,
+    lanes: Lanes,
     elsewhere: impl Fn() -> bool + Copy,
     insert_elsewhere: &dyn Fn() -> Result<bool, crate::error::InsertError>,
 ) -> Result<Result<bool, crate::error::InsertError>, Sealed> {
@@ -484,11 +480,69 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
         return Ok(Ok(false));
     }
     let shard = c.shard();
-    if here && (put::<L>(word1, tag, shard) || put::<L>(word2, tag, shard)) {
+    let put = match lanes {
+        Lanes::Any => put::<L>,
+        Lanes::KeepOne => put_keeping_a_lane::<L>,
+    };
+    if put(word1, tag, shard) || put(word2, tag, shard) {
         shard.add_len(1);
         return Ok(Ok(true));
     }
     Ok(insert_elsewhere())
+}
+
+/// Which free lanes of a pair an insert into a level that stopped growing
+/// may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lanes {
+    /// Any.
+    Any,
+    /// Only in a bucket that keeps another free lane
+    /// ([`put_keeping_a_lane`]).
+    KeepOne,
+}
+
+/// A plain insert of hash `h` into a free lane of its pair that leaves
+/// the bucket another ([`put_keeping_a_lane`]); `false` (nothing changed)
+/// if neither bucket has two.
+pub(crate) fn insert_keeping_a_lane<L: Layout>(
+    t: &Table,
+    h: u64,
+    addressing: Addressing,
+    c: &Counters,
+) -> bool {
+    let (Located { tag, .. }, word1, word2) = t.candidates::<L>(h, addressing);
+    let shard = c.shard();
+    let ((a, _), b) = emptier_first::<L>(word1, word2);
+    let put = put_keeping_a_lane::<L>(a, tag, shard) || put_keeping_a_lane::<L>(b, tag, shard);
+    if put {
+        shard.add_len(1);
+    }
+    put
+}
+
+/// Whether a bucket of hash `h`'s pair has two free lanes, so that
+/// [`insert_keeping_a_lane`] may put its tag there: a look (no stripe, no
+/// announcement) that spares a full first level of a filter with levels
+/// the rest.
+pub(crate) fn has_two_free_lanes<L: Layout>(t: &Table, h: u64, addressing: Addressing) -> bool {
+    let (_, word1, word2) = t.candidates::<L>(h, addressing);
+    // Relaxed: a hint; the put that follows reads again and decides.
+    let (w1, w2) = (word1.load(Ordering::Relaxed), word2.load(Ordering::Relaxed));
+    bucket::empty::<L>(w1).max(bucket::empty::<L>(w2)) >= 2
+}
+
+/// Frees a lane in the pair of hash `h` by displacement, inserting
+/// nothing (an `insert_unique` at a cap makes room before it decides
+/// again); whether a lane is free now.
+pub(crate) fn make_room_for<L: Layout>(
+    t: &Table,
+    h: u64,
+    addressing: Addressing,
+    c: &Counters,
+) -> bool {
+    let (Located { i1, i2, .. }, _, _) = t.candidates::<L>(h, addressing);
+    path::make_room::<L>(t, i1, i2, c.shard(), |_| true) == Room::Made
 }
 
 /// Removes one copy of the tag of hash `h`; `false` if neither bucket holds one.
