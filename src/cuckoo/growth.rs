@@ -158,27 +158,41 @@ impl CuckooFilter {
         if !searched {
             return Err(refusal);
         }
+        match self.search_again_arming(t, at, hash, unique) {
+            Ok(inserted) => Ok(Some(inserted)),
+            Err(InsertFailure::Full { .. }) => Err(refusal),
+            Err(InsertFailure::Saturated { copies }) => Err(InsertError::TooManyCopies { copies }),
+            Err(InsertFailure::Sealed) => Ok(None),
+        }
+    }
+
+    /// After a search in `t` (which may not grow) found no room for `at`:
+    /// arms `t`'s full hint, searches once more, and sets the hint if that
+    /// search fails too (`Err(Full)`), so that later inserts skip the
+    /// search until the next remove (see `room.rs`).
+    pub(crate) fn search_again_arming(
+        &self,
+        t: &Table,
+        at: Located,
+        hash: u64,
+        unique: bool,
+    ) -> Result<bool, InsertFailure> {
         let armed = t.room().arm();
         #[cfg(loom)]
         if t.canary == crate::canary::Canary::UncheckedFullHint {
             // Deliberately broken: the hint is set on the first search's
             // failure, which may predate a remove that already checked it.
             t.room().confirm(armed);
-            return Err(refusal);
+            return Err(InsertFailure::Full { searched: true });
         }
         let above = || self.contains_above(hash);
         let again = with_layout!(self, L => ops::insert::<L>(t, at, unique, above, Search::Always, &self.counters));
-        let outcome = match again {
-            Ok(inserted) => Ok(Some(inserted)),
-            Err(InsertFailure::Full { .. }) => {
-                t.room().confirm(armed);
-                return Err(refusal);
-            }
-            Err(InsertFailure::Saturated { copies }) => Err(InsertError::TooManyCopies { copies }),
-            Err(InsertFailure::Sealed) => Ok(None),
-        };
-        t.room().disarm(armed);
-        outcome
+        if let Err(InsertFailure::Full { .. }) = again {
+            t.room().confirm(armed);
+        } else {
+            t.room().disarm(armed);
+        }
+        again
     }
 
     /// Called by an insert that found table `t` full: starts doubling it,

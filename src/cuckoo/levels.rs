@@ -657,6 +657,8 @@ impl CuckooFilter {
 
     /// A plain insert into this level with a displacement search (after
     /// the newest level refused it, [`may_search_after`](Self::may_search_after)).
+    /// A search that finds no room sets the full hint as at any growth cap
+    /// (`search_again_arming`): later refusals skip it until a remove.
     fn insert_searching(&self, hash: u64) -> bool {
         let _pin = self.writer_pin();
         let t = self.table();
@@ -670,7 +672,14 @@ impl CuckooFilter {
             Search::UnlessHinted,
             &self.counters,
         ));
-        put == Ok(true)
+        match put {
+            Ok(inserted) => inserted,
+            Err(ops::InsertFailure::Full { searched: true }) => {
+                let at = super::with_layout!(self, L => t.geometry().locate::<L>(hash));
+                self.search_again_arming(t, at, hash, false) == Ok(true)
+            }
+            Err(_) => false,
+        }
     }
 
     /// Frees a lane of `hash`'s pair in `t`, this level's table, by

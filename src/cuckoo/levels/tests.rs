@@ -87,3 +87,37 @@ fn plain_inserts_take_the_lanes_removes_free_in_the_first_level() {
         "first level {load:.4} full after 10,000 inserts"
     );
 }
+
+/// At a memory cap, a plain insert the newest level refuses searches the
+/// first level for room while it is below its sizing load; when that
+/// search finds none it sets the first level's full hint, as any search at
+/// a growth cap does, so the refusals after it skip the search until the
+/// next remove (the rustdoc of `insert`, "At the growth cap"). Before, a
+/// remove cleared the hint and every later refusal searched again.
+#[test]
+fn a_fruitless_search_after_a_refusal_sets_the_first_levels_full_hint() {
+    // 64-bucket regions: searches fail well below the sizing load.
+    let f = CuckooFilter::builder()
+        .capacity(200)
+        .max_memory(100000)
+        .seed(9)
+        .build()
+        .unwrap();
+    let mut k = 0u64;
+    while f.insert(&k).is_ok() {
+        k += 1;
+    }
+    assert_eq!(f.levels_count(), 2);
+    // A remove from the first level (key 0 went there first) clears its
+    // hint.
+    assert!(f.remove(&0u64));
+    assert!(!f.table().room().is_full());
+    let mut refused = 0;
+    for k in (1 << 40)..(1 << 40) + 2_000u64 {
+        refused += usize::from(f.insert(&k).is_err());
+    }
+    let (_, load) = full_buckets_and_load(&f);
+    assert!(refused > 500, "{refused} refused");
+    assert!(load < 0.95, "the first level reached its sizing load");
+    assert!(f.table().room().is_full(), "no search set the hint");
+}
