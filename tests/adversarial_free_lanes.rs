@@ -14,6 +14,7 @@
 
 mod common;
 
+use common::growing;
 use common::splitmix::at;
 use koel::{CuckooFilter, InsertError};
 use std::collections::VecDeque;
@@ -33,17 +34,6 @@ fn absent(j: u64) -> u64 {
 /// Positives among `probes` absent keys, as a rate.
 fn measured_fpr(f: &CuckooFilter, probes: u64) -> f64 {
     (0..probes).filter(|&j| f.contains(&absent(j))).count() as f64 / probes as f64
-}
-
-/// A growing filter for `n` keys of `bits`-bit tags under `cap`.
-fn growing(n: usize, bits: u32, cap: f64, seed: u64) -> CuckooFilter {
-    CuckooFilter::builder()
-        .capacity(n)
-        .fingerprint_bits(bits)
-        .max_false_positive_rate(cap)
-        .seed(seed)
-        .build()
-        .expect("a valid configuration")
 }
 
 /// Tag slots of the first table of `f`: its first size (a fresh filter

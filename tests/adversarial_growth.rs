@@ -6,6 +6,9 @@
 //! readers race region steps; a grown filter saved under writers loads
 //! whole, refuses damaged bytes, and keeps growing.
 
+mod common;
+
+use common::growing;
 use koel::{CuckooFilter, InsertError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
@@ -13,17 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 /// or from offsets far below it).
 fn absent(j: u64) -> u64 {
     u64::MAX - j
-}
-
-/// A growing filter for `n` keys of `bits`-bit tags under `cap`.
-fn growing(n: usize, bits: u32, cap: f64, seed: u64) -> CuckooFilter {
-    CuckooFilter::builder()
-        .capacity(n)
-        .fingerprint_bits(bits)
-        .max_false_positive_rate(cap)
-        .seed(seed)
-        .build()
-        .expect("a valid configuration")
 }
 
 /// Positives among `probes` keys never inserted, as a rate.

@@ -8,6 +8,17 @@ pub mod splitmix;
 #[allow(unused_imports)]
 pub use splitmix::Keys;
 
+/// A growing filter for `n` keys of `bits`-bit tags under the cap `cap`.
+pub fn growing(n: usize, bits: u32, cap: f64, seed: u64) -> CuckooFilter {
+    CuckooFilter::builder()
+        .capacity(n)
+        .fingerprint_bits(bits)
+        .max_false_positive_rate(cap)
+        .seed(seed)
+        .build()
+        .expect("a valid configuration")
+}
+
 /// One filter configuration of the test matrix.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
