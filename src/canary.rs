@@ -76,6 +76,12 @@ pub enum Canary {
     /// before it takes the key's level-0 pair stripe, not under it: two
     /// calls can both see no copy above and both insert there.
     UncheckedUpper,
+    /// `insert_unique`'s second decision in a first level that stopped
+    /// growing (`Lanes::Any`: after it made room in the key's pair at a
+    /// cap, or after a refused doubling) puts its tag without checking
+    /// again for a copy, trusting the first decision's: a racing call can
+    /// insert the key while the stripe is let go between the two.
+    UncheckedSecondDecision,
     /// A new level is published before the route is set: a thread that saw
     /// the level and inserted into it can make a lookup wait for that insert
     /// while the lookup still reads the old route and never looks above.

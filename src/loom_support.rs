@@ -163,15 +163,22 @@ impl RegionsModel {
 }
 
 /// The tag and candidate buckets of hash `h` in a table of `m0` buckets, for
-/// the 16-bit (`fingerprint_bits == 16`) or 12-bit layout, as the builder's
-/// filters address (format version 3).
+/// the 16-bit (`fingerprint_bits == 16`), 12-bit or 21-bit layout, as the
+/// builder's filters and their region levels (a region of `m0` buckets)
+/// address (format version 3).
 pub fn locate(fingerprint_bits: u32, m0: u64, h: u64) -> (u64, usize, usize) {
     let geo = Geometry::new(m0, 0, crate::raw::geometry::Addressing::V3);
     let at = match fingerprint_bits {
         12 => geo.locate::<L12x5>(h),
+        21 => geo.locate::<L21x3>(h),
         _ => geo.locate::<L16x4>(h),
     };
     (at.tag, at.i1, at.i2)
+}
+
+/// Items each level of `f` holds, level 0 first: which level took a key.
+pub fn level_lens(f: &crate::CuckooFilter) -> Vec<usize> {
+    f.levels().map(|level| level.len()).collect()
 }
 
 /// Buckets per region of the smallest table (loom builds shrink it).

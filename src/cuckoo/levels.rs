@@ -588,18 +588,22 @@ impl CuckooFilter {
         }
         let _pin = self.writer_pin();
         let mut lanes = Lanes::KeepOne;
+        let mut backoff = Backoff::default();
         loop {
             let t = self.table();
             match self.insert_unique_above(t, hash, lanes) {
                 Ok(Some(inserted)) => return Ok(inserted),
                 // The same at a cap: room made in this level's pair (by
                 // displacement, the stripe released), then a second
-                // decision, which may take any lane there.
-                Err(refusal)
-                    if lanes == Lanes::KeepOne
-                        && self.may_search_after(&refusal)
-                        && self.make_room_here(t, hash) =>
-                {
+                // decision, which may take any lane there; and again if
+                // a racing insert took the room first (loom model 12: a
+                // plain insert of another key of the pair did, and this
+                // call was refused while a hop could still make room).
+                Err(refusal) if self.may_search_after(&refusal) && self.make_room_here(t, hash) => {
+                    if lanes == Lanes::Any {
+                        // Two calls that keep taking each other's room.
+                        backoff.snooze();
+                    }
                     lanes = Lanes::Any;
                     continue;
                 }

@@ -476,7 +476,10 @@ pub(crate) fn insert_unique_beyond<L: Layout>(
     let _lock = broken::unless(t, Canary::UnlockedUnique, _lock);
     #[cfg(loom)]
     let elsewhere = move || early.unwrap_or_else(elsewhere);
-    if present_in_pair::<L>(t, tag, i1, i2) || elsewhere() {
+    let seen = present_in_pair::<L>(t, tag, i1, i2) || elsewhere();
+    #[cfg(loom)]
+    let seen = seen && !broken::trusts_first_decision(t, lanes);
+    if seen {
         return Ok(Ok(false));
     }
     let shard = c.shard();
@@ -651,6 +654,12 @@ mod broken {
     /// stripe is taken (`Some(answer)`), and not again under it.
     pub(super) fn asked_before_stripe(t: &Table, elsewhere: impl Fn() -> bool) -> Option<bool> {
         (t.canary == Canary::UncheckedUpper).then(elsewhere)
+    }
+
+    /// `UncheckedSecondDecision`: a decision that may take any lane trusts
+    /// the first decision's answer that no copy exists.
+    pub(super) fn trusts_first_decision(t: &Table, lanes: Lanes) -> bool {
+        lanes == Lanes::Any && t.canary == Canary::UncheckedSecondDecision
     }
 
     /// `UnlockedUnique`, `UnlockedRemove`: the pair's stripe is let go at

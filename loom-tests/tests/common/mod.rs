@@ -52,6 +52,12 @@ impl Picker {
 
     /// A hash whose first bucket is `i1`, second `i2`, with a fresh tag.
     pub fn key(&mut self, i1: usize, i2: usize) -> u64 {
+        self.key_where(i1, i2, |_| true)
+    }
+
+    /// [`key`](Self::key), of a hash that also passes `also` (a pair in a
+    /// level above, say).
+    pub fn key_where(&mut self, i1: usize, i2: usize, also: impl Fn(u64) -> bool) -> u64 {
         assert!(
             (i1 + i2) % 2 == 1,
             "{{{i1},{i2}}} is not a bucket pair in a 4-bucket table"
@@ -60,7 +66,7 @@ impl Picker {
             let h = splitmix::mix64(self.state);
             self.state = self.state.wrapping_add(splitmix::GAMMA);
             let (tag, a, b) = locate(BITS, M0, h);
-            if (a, b) == (i1, i2) && self.tags.insert(tag) {
+            if (a, b) == (i1, i2) && also(h) && self.tags.insert(tag) {
                 return h;
             }
         }
@@ -159,7 +165,17 @@ pub fn model_bounded<F>(name: &str, bound: Option<usize>, body: F)
 where
     F: Fn() -> Result<(), String> + Sync + Send + 'static,
 {
-    search(name, bound, false, body)
+    search(name, bound, None, false, body)
+}
+
+/// [`model`] whose executions may take up to `branches` of loom's branches
+/// (atomic accesses and switches, the single-threaded pre-fill's too)
+/// instead of the suite's 2000: for pre-fills that build levels.
+pub fn model_branching<F>(name: &str, branches: usize, body: F)
+where
+    F: Fn() -> Result<(), String> + Sync + Send + 'static,
+{
+    search(name, None, Some(branches), false, body)
 }
 
 /// [`model`] for a canary, which must fail: stops at the first execution
@@ -170,12 +186,17 @@ pub fn canary_model<F>(name: &str, body: F)
 where
     F: Fn() -> Result<(), String> + Sync + Send + 'static,
 {
-    search(name, None, true, body)
+    search(name, None, None, true, body)
 }
 
 /// The search behind [`model_bounded`] and [`canary_model`].
-fn search<F>(name: &str, bound: Option<usize>, stop_at_failure: bool, body: F)
-where
+fn search<F>(
+    name: &str,
+    bound: Option<usize>,
+    branches: Option<usize>,
+    stop_at_failure: bool,
+    body: F,
+) where
     F: Fn() -> Result<(), String> + Sync + Send + 'static,
 {
     let runs = StdArc::new(AtomicUsize::new(0));
@@ -196,7 +217,7 @@ where
     // Model 9 runs up to four displacement searches in one execution,
     // which passes loom's default of 1000 branches.
     if std::env::var_os("LOOM_MAX_BRANCHES").is_none() {
-        builder.max_branches = builder.max_branches.max(2000);
+        builder.max_branches = builder.max_branches.max(branches.unwrap_or(2000));
     }
     let started = std::time::Instant::now();
     let name_in = name.to_string();
